@@ -1,0 +1,1 @@
+"""hypo: a continuous-query reasoner over Temporal Datalog with negation."""

@@ -1,0 +1,220 @@
+"""Compile a program: parse → well-formedness → analysis → pre-processing into 𝐐 and P_Q."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from .analysis import Analysis, Delays, analyse
+from .errors import ProgramError
+from .preprocess import Query, build_queries
+from .syntax import Atom, Program, Span, Time, Var
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """What the online engine consumes: program, analysis, δ, and 𝐐 with every P_Q."""
+
+    program: Program
+    analysis: Analysis
+    delays: Delays
+    queries: tuple[Query, ...]
+    domain: tuple[str, ...]
+    text_hash: str
+
+    @property
+    def main(self) -> Query:
+        return self.queries[0]
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON description (documented in README, `hypo check --format json`)."""
+        an = self.analysis
+        preds = []
+        for name in sorted(set(an.arities) | set(an.rigid)):
+            kind = "rigid" if name in an.rigid else ("idb" if name in an.idb else "edb")
+            entry: dict[str, Any] = {
+                "name": name,
+                "kind": kind,
+                "arity": an.rigid.get(name, an.arities.get(name)),
+            }
+            if kind == "edb":
+                entry["delay"] = {
+                    "default": self.delays.default.get(name, 0),
+                    "max": self.delays.max(name),
+                    "instances": [
+                        {"args": [("_" if p is None else p) for p in (d.pattern or ())],
+                         "delay": d.delay}
+                        for d in self.delays.patterns.get(name, ())
+                    ],
+                }
+            preds.append(entry)
+        st = an.stratification
+        return {
+            "format": "hypo-check/1",
+            "file": self.program.file,
+            "hash": self.text_hash,
+            "query": str(self.main.atom),
+            "domain": list(self.domain),
+            "predicates": preds,
+            "properties": {
+                "nonrecursive": an.nonrecursive,
+                "connected": an.connected,
+                "multiple_temporal_variables": bool(an.multi_temporal_rules),
+                "t_stratified": True,
+            },
+            "strata": [
+                {
+                    "level": st.level[c[0]],
+                    "predicates": list(c),
+                    "time_ordered": bool(st.slope.get(c[0], 0)),
+                    "key": {p: {"slope": st.slope.get(p, 0), "phi": st.phi.get(p, 0)} for p in c},
+                }
+                for c in st.sccs
+            ],
+            "queries": [
+                {
+                    "id": q.qid,
+                    "atom": str(q.atom),
+                    "main": q.main,
+                    "templates": [
+                        {
+                            "theta": {v: t for v, t in tp.theta},
+                            "head": str(tp.head),
+                            "hypotheses": [str(l) for l in tp.literals],
+                            "nogoods": [dict(n) for n in tp.nogoods],
+                        }
+                        for tp in q.templates
+                    ],
+                }
+                for q in self.queries
+            ],
+        }
+
+
+def _query_time_ok(q: Atom) -> bool:
+    return q.time is None or q.time.var is None or q.time.offset == 0
+
+
+def compile_program(text: str, file: str = "<input>", query: Optional[str] = None) -> CompiledProgram:
+    """Parse, check, analyse and pre-process a program (raises ProgramError on bad input)."""
+    from .parser import parse_atom, parse_program_with_spans
+    from .wellformed import check_program, edb_predicates, idb_predicates, predicate_arities
+
+    prog, spans = parse_program_with_spans(text, file)
+    qspan = prog.query_span
+    if query is not None:
+        qatom = parse_atom(query, "--query", prog.rigid)
+        prog = Program(
+            rules=prog.rules, facts=prog.facts, query=qatom, query_span=Span("--query", 1, 1),
+            delays=prog.delays, domain=prog.domain, rigid=prog.rigid,
+            rigid_spans=prog.rigid_spans, source=prog.source, file=prog.file,
+        )
+        qspan = prog.query_span
+    if prog.query is None:
+        raise ProgramError(
+            "no query: add `#query Pred(X, T).` to the program or pass --query",
+            Span(file, 1, 1), text,
+        )
+    check_program(prog, spans)
+    if not _query_time_ok(prog.query):
+        raise ProgramError(
+            "the query's time argument must be a variable or a timestamp, not T+k",
+            qspan, prog.source if query is None else query,
+        )
+    idb = idb_predicates(prog)
+    edb = edb_predicates(prog)
+    arities = predicate_arities(prog)
+    an = analyse(prog, idb, edb, arities)
+    _check_termination(prog, an, qspan)
+    delays = Delays.from_decls(prog.delays)
+    queries = build_queries(prog, prog.query, set(idb), edb, qspan)
+    consts = set(prog.domain)
+    for r in list(prog.rules) + list(prog.facts):
+        for a in [r.head] + [l.atom for l in r.body]:
+            for t in a.args:
+                if not isinstance(t, Var):
+                    consts.add(t.value)
+    for t in prog.query.args:
+        if not isinstance(t, Var):
+            consts.add(t.value)
+    domain = tuple(sorted(consts))
+    h = hashlib.sha256(text.encode()).hexdigest()
+    return CompiledProgram(prog, an, delays, queries, domain, h)
+
+
+def _check_termination(prog: Program, an: Analysis, qspan: Span) -> None:
+    """Refuse programs whose pre-processing would not terminate (000 Example 7, Prop. 9)."""
+    if not an.positive_cycles:
+        return
+    # reachable predicates from the query (positive or negative edges: aux queries too)
+    succ: dict[str, set[str]] = {}
+    for e in an.edges:
+        succ.setdefault(e.head, set()).add(e.body)
+    seen, todo = set(), [prog.query.pred]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        todo.extend(succ.get(p, ()))
+    for cyc in an.positive_cycles:
+        if seen & set(cyc):
+            rule = next(
+                prog.rules[e.rule_index] for e in an.edges
+                if e.head in cyc and e.body in cyc and not e.negative
+            )
+            ring = " -> ".join(list(cyc) + [cyc[0]])
+            raise ProgramError(
+                f"pre-processing would not terminate: positive recursion through {ring} "
+                f"(000 Example 7; only nonrecursive positive dependencies are supported, "
+                f"Prop. 9)",
+                rule.span, prog.source,
+            )
+
+
+def compile_file(path: str, query: Optional[str] = None) -> CompiledProgram:
+    """Compile a program file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProgramError(f"cannot read program: {e.strerror}", Span(str(path), 0, 0)) from None
+    except UnicodeDecodeError as e:
+        raise ProgramError(f"program is not UTF-8 text ({e.reason})", Span(str(path), 1, 1)) from None
+    return compile_program(text, str(path), query)
+
+
+def describe_text(cp: CompiledProgram) -> str:
+    """`hypo check` text output in the papers' notation."""
+    an = cp.analysis
+    lines = [f"program {cp.program.file} (sha256 {cp.text_hash[:12]})", "", "predicates:"]
+    for name in sorted(set(an.arities) | set(an.rigid)):
+        if name in an.rigid:
+            lines.append(f"  {name}/{an.rigid[name]}  rigid (background facts)")
+        elif name in an.idb:
+            lines.append(f"  {name}/{an.arities[name]}  IDB")
+        else:
+            lines.append(f"  {name}/{an.arities[name]}  EDB  δ: {cp.delays.describe(name)}"
+                         f" (max {cp.delays.max(name)})")
+    lines += ["", "properties:",
+              f"  nonrecursive: {'yes' if an.nonrecursive else 'no'}",
+              f"  connected: {'yes' if an.connected else 'no'}",
+              f"  multiple temporal variables: "
+              f"{'yes' if an.multi_temporal_rules else 'no'}",
+              "  T-stratified: yes", "", "strata (lowest first):"]
+    lines += ["  " + s for s in an.stratification.describe()]
+    if cp.domain:
+        lines += ["", f"domain: {', '.join(cp.domain)}"]
+    lines += ["", "queries:"]
+    for q in cp.queries:
+        tag = "main" if q.main else "auxiliary"
+        lines.append(f"  Q{q.qid} = ⟨{q.atom}, Π⟩  ({tag})")
+        body = ", ".join(str(t) for t in q.templates) if q.templates else ""
+        lines.append(f"    P_Q{q.qid} = {{{body}}}")
+    return "\n".join(lines) + "\n"
+
+
+def dumps(cp: CompiledProgram) -> str:
+    return json.dumps(cp.to_json(), indent=2, ensure_ascii=False)

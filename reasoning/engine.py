@@ -1,0 +1,537 @@
+"""The online update S_{τ-1} × D|τ → S_τ: Algorithm 1 of 002_…txt (§6), with delays and negation.
+
+A schematic hypothetical answer ⟨P, θ, E, H⟩ is an `Answer`: its template (which fixes P
+and the literal set E ∪ H), a binding of the template's variables (θ plus the local mgus
+applied so far), the indices of the literals already in E, and nogoods (disequality
+constraints, see regions.py).  The state is indexed by what can change an answer — the
+facts it waits for, the tick its positive hypotheses expire, the instantiated predicates
+p_t of its negated hypotheses — so a tick costs time proportional to what arrives and what
+it touches, not to |S_τ|.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple, Optional
+
+from .compiler import CompiledProgram
+from .patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
+from .regions import TRUE, cover_of, partition
+
+
+class Answer(NamedTuple):
+    """A schematic hypothetical answer ⟨P, θ, E, H⟩ (Def. 15); E ∪ H is the template's H."""
+
+    tid: int
+    b: Binding
+    ev: frozenset  # indices of template literals in E
+    ng: frozenset  # nogoods: frozenset of tuples of (var index, value)
+
+
+@dataclass
+class Rejected:
+    """A stream fact refused by validation, with its reason (never silently dropped)."""
+
+    fact: str
+    reason: str
+    tick: int
+    line: int = 0
+
+
+@dataclass
+class TickReport:
+    """What one tick produced: the answer set before forgetting, and what changed."""
+
+    tick: int
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: list = field(default_factory=list)
+    snapshot: list = field(default_factory=list)  # Answers of S_τ (before forgetting)
+    new_definite: list = field(default_factory=list)  # main-query Answers definite this tick
+    state_size: int = 0
+
+
+class Engine:
+    """Algorithm 1 over an in-memory indexed S_τ; `step` is the update for one tick."""
+
+    def __init__(self, cp: CompiledProgram, forget: bool = True):
+        self.cp = cp
+        self.forget = forget
+        self.templates: tuple[ETemplate, ...] = compile_templates(cp.queries)
+        self.strat = cp.analysis.stratification
+        self.delays = cp.delays
+        self.main_qid = 0
+        self.tau = -1
+        self.answers: set[Answer] = set()
+        # indexes
+        self.wake_ground: dict = defaultdict(set)  # (pred, args, t) -> answers
+        self.wake_pt: dict = defaultdict(set)  # (pred, t) -> answers (args not ground)
+        self.wake_p: dict = defaultdict(set)  # pred -> answers (time not ground)
+        self.expiry: dict = defaultdict(set)  # tick -> answers
+        self.neg_index: dict = defaultdict(set)  # (pred, t) -> answers with ¬p(..., t) in H
+        self.head_index: dict = defaultdict(set)  # (pred, t|None) -> answers of that p_t
+        self.head_ground: dict = defaultdict(set)  # (pred, args, t) -> answers, ground heads
+        self.head_schematic: dict = defaultdict(set)  # (pred, t|None) -> non-ground heads
+        self.retire: dict = defaultdict(set)  # tick -> definite answers to forget then
+        self.fresh_definite: set[Answer] = set()  # answers that became definite this tick
+        # the window W: arrived facts still future-possible by timestamp (t + δ > τ)
+        self.window: dict = defaultdict(set)  # (pred, t) -> set of args
+        self.window_expiry: dict = defaultdict(set)  # tick -> set of Fact
+        self.by_pred: dict = defaultdict(list)  # pred -> [(tpl, lit index)] positive lits
+        for tp in self.templates:
+            for i in tp.pos:
+                self.by_pred[tp.lits[i].pred].append((tp, i))
+        self.retention = self._retention()
+        self._delay_cache: dict = {}
+
+    # ------------------------------------------------------------------ δ, future-possible
+
+    def delta(self, pred: str, args: tuple) -> int:
+        """δ of an atom with some arguments unknown (None): max over its instances (§3)."""
+        key = (pred, args)
+        d = self._delay_cache.get(key)
+        if d is None:
+            d = self.delays.atom(pred, args)
+            self._delay_cache[key] = d
+        return d
+
+    def expiry_of(self, tp: ETemplate, b: Binding, ev: frozenset) -> Optional[int]:
+        """First tick at which some positive hypothesis is no longer potentially future
+        (Def. 17); None if none ever expires (a hypothesis with an unbound time)."""
+        best = None
+        for i in tp.pos:
+            if i in ev:
+                continue
+            lp = tp.lits[i]
+            args, t = lp.instantiate(b)
+            if t is None:
+                continue
+            e = t + self.delta(lp.pred, args)
+            if best is None or e < best:
+                best = e
+        return best
+
+    # ------------------------------------------------------------------ state maintenance
+
+    def _hyp_keys(self, a: Answer):
+        tp = self.templates[a.tid]
+        for i, lp in enumerate(tp.lits):
+            if i in a.ev:
+                continue
+            args, t = lp.instantiate(a.b)
+            yield i, lp, args, t
+
+    def add(self, a: Answer, tau: int) -> bool:
+        """Insert an answer into S (with all its indexes); False if dead or already there."""
+        if a in self.answers:
+            return False
+        tp = self.templates[a.tid]
+        exp = self.expiry_of(tp, a.b, a.ev)
+        if exp is not None and exp <= tau:
+            return False  # a positive hypothesis can no longer arrive
+        self.answers.add(a)
+        if len(a.ev) == len(tp.lits):
+            self.fresh_definite.add(a)
+        if exp is not None:
+            self.expiry[exp].add(a)
+        for i, lp, args, t in self._hyp_keys(a):
+            if lp.positive:
+                if t is None:
+                    self.wake_p[lp.pred].add(a)
+                elif None in args:
+                    self.wake_pt[(lp.pred, t)].add(a)
+                else:
+                    self.wake_ground[(lp.pred, args, t)].add(a)
+            elif t is not None:
+                self.neg_index[(lp.pred, t)].add(a)
+        hargs, ht = tp.head.instantiate(a.b)
+        self.head_index[(tp.head.pred, ht)].add(a)
+        if ht is not None and None not in hargs:
+            self.head_ground[(tp.head.pred, hargs, ht)].add(a)
+        else:
+            self.head_schematic[(tp.head.pred, ht)].add(a)
+        return True
+
+    def remove(self, a: Answer) -> None:
+        """Delete an answer and its index entries."""
+        if a not in self.answers:
+            return
+        self.answers.discard(a)
+        self.fresh_definite.discard(a)
+        tp = self.templates[a.tid]
+        exp = self.expiry_of(tp, a.b, a.ev)
+        if exp is not None:
+            self.expiry[exp].discard(a)
+        for i, lp, args, t in self._hyp_keys(a):
+            if lp.positive:
+                if t is None:
+                    self.wake_p[lp.pred].discard(a)
+                elif None in args:
+                    self.wake_pt[(lp.pred, t)].discard(a)
+                else:
+                    self.wake_ground[(lp.pred, args, t)].discard(a)
+            elif t is not None:
+                s = self.neg_index.get((lp.pred, t))
+                if s is not None:
+                    s.discard(a)
+                    if not s:
+                        del self.neg_index[(lp.pred, t)]
+        hargs, ht = tp.head.instantiate(a.b)
+        s = self.head_index.get((tp.head.pred, ht))
+        if s is not None:
+            s.discard(a)
+            if not s:
+                del self.head_index[(tp.head.pred, ht)]
+        if ht is not None and None not in hargs:
+            s = self.head_ground.get((tp.head.pred, hargs, ht))
+            if s is not None:
+                s.discard(a)
+                if not s:
+                    del self.head_ground[(tp.head.pred, hargs, ht)]
+        else:
+            s = self.head_schematic.get((tp.head.pred, ht))
+            if s is not None:
+                s.discard(a)
+                if not s:
+                    del self.head_schematic[(tp.head.pred, ht)]
+
+    def is_definite(self, a: Answer) -> bool:
+        return len(a.ev) == len(self.templates[a.tid].lits)
+
+    # ------------------------------------------------------------------ step 1: local mgus
+
+    def _valid_times(self, tp: ETemplate, b: Binding) -> bool:
+        """No instantiated time term is negative (002 Example 13: invalid timestamps)."""
+        _, ht = tp.head.instantiate(b)
+        if ht is not None and ht < 0:
+            return False
+        for lp in tp.lits:
+            if lp.tvar is not None and b[lp.tvar] is not None and b[lp.tvar] + lp.toff < 0:
+                return False
+        return True
+
+    def local_mgus(self, tp: ETemplate, b: Binding, ev: frozenset, order: list[int],
+                   lookup, present) -> list[tuple[Binding, frozenset]]:
+        """Local mgus (Def. 16) of the positive hypotheses `order` against the facts given
+        by `lookup`; E' = Hσ ∩ `present` for every σ (Algorithm 1, step 1)."""
+        out: dict[Binding, frozenset] = {}
+
+        def go(k: int, b: Binding) -> None:
+            if k == len(order):
+                if b in out:
+                    return
+                got = set(ev)
+                for i in tp.pos:
+                    if i in got:
+                        continue
+                    args, t = tp.lits[i].instantiate(b)
+                    if t is not None and None not in args and present(tp.lits[i].pred, args, t):
+                        got.add(i)
+                out[b] = frozenset(got)
+                return
+            i = order[k]
+            lp = tp.lits[i]
+            args, t = lp.instantiate(b)
+            if t is not None and None not in args:
+                go(k + 1, b)
+                return
+            for fargs, ft in lookup(lp.pred, t):
+                nb = lp.match(b, fargs, ft)
+                if nb is not None:
+                    go(k + 1, nb)
+            go(k + 1, b)
+
+        go(0, b)
+        return list(out.items())
+
+    def _finish(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int):
+        """Build an answer from a local mgu if its remaining positive hypotheses are all
+        potentially future w.r.t. τ (step 1) and its timestamps valid; else None."""
+        if not self._valid_times(tp, b):
+            return None
+        ng2 = reduce_nogoods(ng, b)
+        if ng2 is None:
+            return None
+        exp = self.expiry_of(tp, b, ev)
+        if exp is not None and exp <= tau:
+            return None
+        return Answer(tp.tid, b, ev, ng2)
+
+    # ------------------------------------------------------------------ the tick
+
+    def step(self, facts: Iterable[Fact], tau: int, snapshot: bool = True) -> TickReport:
+        """Algorithm 1 for tick τ: S_{τ-1} and D|τ give S_τ (facts must be validated)."""
+        if tau != self.tau + 1:
+            raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
+        rep = TickReport(tau)
+        self.fresh_definite = set()
+        self._expire_window(tau)
+        slice_: dict = defaultdict(set)  # (pred, t) -> args: D|τ
+        slice_p: dict = defaultdict(list)  # pred -> [(args, t)]
+        dt: list[Fact] = []
+        for f in facts:
+            if f.args in slice_[(f.pred, f.time)] or f.args in self.window.get((f.pred, f.time), ()):
+                rep.duplicates += 1
+                continue
+            slice_[(f.pred, f.time)].add(f.args)
+            slice_p[f.pred].append((f.args, f.time))
+            dt.append(f)
+        rep.accepted = len(dt)
+        new: set[Answer] = set()
+
+        def look_slice(pred, t):
+            if t is None:
+                return slice_p.get(pred, ())
+            return [(a, t) for a in slice_.get((pred, t), ())]
+
+        def in_slice(pred, args, t):
+            return args in slice_.get((pred, t), ())
+
+        def look_both(pred, t):
+            out = list(look_slice(pred, t))
+            if t is None:
+                for (p, tt), s in self.window.items():
+                    if p == pred:
+                        out.extend((a, tt) for a in s)
+            else:
+                out.extend((a, t) for a in self.window.get((pred, t), ()))
+            return out
+
+        def in_both(pred, args, t):
+            return args in slice_.get((pred, t), ()) or args in self.window.get((pred, t), ())
+
+        # step 1(b): answers of S_{τ-1} touched by D|τ or whose hypotheses expire now
+        touched: set[Answer] = set()
+        for f in dt:
+            touched |= self.wake_ground.get((f.pred, f.args, f.time), set())
+            touched |= self.wake_pt.get((f.pred, f.time), set())
+            touched |= self.wake_p.get(f.pred, set())
+        touched |= self.expiry.pop(tau, set())
+        for a in list(touched):
+            if a not in self.answers:
+                continue
+            self.remove(a)
+            tp = self.templates[a.tid]
+            order = [i for i in tp.pos if i not in a.ev]
+            for b, ev in self.local_mgus(tp, a.b, a.ev, order, look_slice, in_both):
+                na = self._finish(tp, b, ev, a.ng, tau)
+                if na is not None:
+                    new.add(na)
+        # step 1(a): new answers from P_Q seeded by a fact of D|τ (with W for the rest)
+        for f in dt:
+            for tp, i in self.by_pred.get(f.pred, ()):
+                b0 = tp.lits[i].match(tp.empty_binding(), f.args, f.time)
+                if b0 is None:
+                    continue
+                order = [j for j in tp.pos if j != i]
+                for b, ev in self.local_mgus(tp, b0, frozenset({i}), order, look_both, in_both):
+                    na = self._finish(tp, b, ev, tp.nogoods, tau)
+                    if na is not None:
+                        new.add(na)
+        for a in new:
+            self.add(a, tau)
+        # step 2: answers for every query at T := τ (so absence later means refutation)
+        for tp in self.templates:
+            self._step2(tp, tau)
+        # step 3: negated hypotheses, in the topological order of the p_t
+        self._step3(tau)
+        # window update: facts of D|τ that may still be matched as hypotheses
+        for f in dt:
+            d = self.delays.ground(f.pred, f.args)
+            if f.time + d > tau:
+                self.window[(f.pred, f.time)].add(f.args)
+                self.window_expiry[f.time + d].add(f)
+        if snapshot:
+            rep.snapshot = list(self.answers)
+        rep.new_definite = [
+            a for a in self.fresh_definite if self.templates[a.tid].qid == self.main_qid
+        ]
+        self.tau = tau
+        if self.forget:
+            self._forget(tau)
+        rep.state_size = len(self.answers)
+        return rep
+
+    def _step2(self, tp: ETemplate, tau: int) -> None:
+        """Algorithm 1, step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if every positive
+        element of Hσ is potentially future (w.r.t. τ)."""
+        h = tp.head
+        b = list(tp.empty_binding())
+        if h.tvar is None:
+            if h.toff != tau:
+                return
+        else:
+            v = tau - h.toff
+            if v < 0:
+                return
+            b[h.tvar] = v
+        b = tuple(b)
+        a = self._finish(tp, b, frozenset(), tp.nogoods, tau)
+        if a is not None:
+            if a not in self.answers:
+                self.add(a, tau)
+
+    def _step3(self, tau: int) -> None:
+        """Algorithm 1, step 3: for each p_t in topological order, (b) refute negated
+        hypotheses proven false by a definite answer, (c) move to evidence those no answer
+        of p_t can prove any more (only for t ≤ τ)."""
+        heap: list = []
+        queued: set = set()
+
+        def push(pred, t):
+            if (pred, t) in queued or (pred, t) not in self.neg_index:
+                return
+            queued.add((pred, t))
+            heapq.heappush(heap, (self.strat.key(pred, t), pred, t))
+
+        for (pred, t) in list(self.neg_index):
+            if t <= tau or any(self.is_definite(a) for a in self._L(pred, t)):
+                push(pred, t)
+        while heap:
+            _, pred, t = heapq.heappop(heap)
+            became = self._process_node(pred, t, tau)
+            for a in became:
+                tp = self.templates[a.tid]
+                hargs, ht = tp.head.instantiate(a.b)
+                if ht is not None:
+                    push(tp.head.pred, ht)
+
+    def _L(self, pred: str, t: int) -> set:
+        """Step 3(a): the answers of the instantiated predicate p_t."""
+        out = set(self.head_index.get((pred, t), ()))
+        out |= self.head_index.get((pred, None), set())
+        return out
+
+    def _L_for(self, pred: str, t: int, hargs: tuple) -> list:
+        """Answers of p_t that may unify with p(hargs, t): schematic heads first, then (for
+        a ground h) the answers with exactly that head, else all of L."""
+        out = list(self.head_schematic.get((pred, t), ()))
+        out.extend(self.head_schematic.get((pred, None), ()))
+        if None not in hargs:
+            out.extend(self.head_ground.get((pred, hargs, t), ()))
+        else:
+            out.extend(a for a in self.head_index.get((pred, t), ())
+                       if a not in self.head_schematic.get((pred, t), ()))
+        return out
+
+    def _process_node(self, pred: str, t: int, tau: int) -> list[Answer]:
+        """Steps 3(a)-(c) for one instantiated predicate p_t; returns answers that became
+        definite."""
+        became: list[Answer] = []
+        refs = list(self.neg_index.get((pred, t), ()))
+        for r in refs:
+            if r not in self.answers:
+                continue
+            tp = self.templates[r.tid]
+            pieces = [(r.b, r.ng, r.ev)]
+            for j in tp.neg:
+                lp = tp.lits[j]
+                if lp.pred != pred:
+                    continue
+                nxt = []
+                for b, ng, ev in pieces:
+                    if j in ev:
+                        nxt.append((b, ng, ev))
+                        continue
+                    hargs, ht = lp.instantiate(b)
+                    if ht != t:
+                        nxt.append((b, ng, ev))
+                        continue
+                    L = self._L_for(pred, t, hargs)
+                    # (b): instances refuted by a definite answer of p_t are dropped
+                    defs = [a for a in L if self.is_definite(a)]
+                    if defs:
+                        covers = []
+                        for d in defs:
+                            dt = self.templates[d.tid]
+                            c = cover_of(lp, b, dt.head, d.b, d.ng, approx_full=False)
+                            if c is not None:
+                                covers.append(c)
+                        if covers:
+                            _, outs = partition(b, ng, covers)
+                            parts = [(ob, ong, ev) for ob, ong in outs]
+                        else:
+                            parts = [(b, ng, ev)]
+                    else:
+                        parts = [(b, ng, ev)]
+                    if t > tau:
+                        nxt.extend(parts)
+                        continue
+                    # (c): instances no answer of p_t can prove: ¬h moves to evidence
+                    for pb, png, pev in parts:
+                        covers = []
+                        for l in L:
+                            lt = self.templates[l.tid]
+                            c = cover_of(lp, pb, lt.head, l.b, l.ng, approx_full=True)
+                            if c is not None:
+                                covers.append(c)
+                                if c == TRUE:
+                                    break  # an answer of p_t covers every instance
+                        ins, outs = partition(pb, png, covers)
+                        nxt.extend((ib, ing, pev) for ib, ing in ins)
+                        nxt.extend((ob, ong, pev | {j}) for ob, ong in outs)
+                pieces = nxt
+            if len(pieces) == 1 and pieces[0] == (r.b, r.ng, r.ev):
+                continue
+            self.remove(r)
+            for b, ng, ev in pieces:
+                na = self._finish(tp, b, ev, ng, tau)
+                if na is not None and self.add(na, tau) and self.is_definite(na):
+                    became.append(na)
+        return became
+
+    # ------------------------------------------------------------------ forgetting
+
+    def _retention(self) -> dict[str, Optional[int]]:
+        """Ticks after t during which a definite answer of p_t may still be needed by step
+        3(b), for a negated hypothesis ¬p(…, t) created later (000 §7 "forgetting"):
+        step 2 creates it at tick t - k, step 1(a) up to the last arrival of a positive
+        literal of the same template.  None = forever (times not relative to the head)."""
+        out: dict[str, Optional[int]] = {}
+        for tp in self.templates:
+            h = tp.head
+            for j in tp.neg:
+                lp = tp.lits[j]
+                lag: Optional[int] = None
+                if h.tvar is not None and lp.tvar == h.tvar:
+                    lag = h.toff - lp.toff
+                    for i in tp.pos:
+                        pl = tp.lits[i]
+                        if pl.tvar != h.tvar:
+                            lag = None
+                            break
+                        lag = max(lag, pl.toff - lp.toff + self.delays.max(pl.pred))
+                if lp.pred in out and out[lp.pred] is None:
+                    continue
+                out[lp.pred] = None if lag is None else max(out.get(lp.pred, lag), lag)
+        return out
+
+    def _forget(self, tau: int) -> None:
+        """Bounded state (000 §7): a definite answer is emitted once, then dropped as soon as
+        no negated hypothesis created later can refer to it; W keeps only facts that are
+        still future-possible by timestamp."""
+        for a in self.retire.pop(tau, set()):
+            self.remove(a)
+        for a in list(self.fresh_definite):
+            tp = self.templates[a.tid]
+            pred = tp.head.pred
+            _, ht = tp.head.instantiate(a.b)
+            if pred not in self.retention:
+                self.remove(a)  # nothing negates p: emitted, no longer needed
+                continue
+            lag = self.retention[pred]
+            if lag is None or ht is None:
+                continue
+            if ht + lag <= tau:
+                self.remove(a)
+            else:
+                self.retire[ht + lag].add(a)
+
+    def _expire_window(self, tau: int) -> None:
+        for f in self.window_expiry.pop(tau, set()):
+            s = self.window.get((f.pred, f.time))
+            if s is not None:
+                s.discard(f.args)
+                if not s:
+                    del self.window[(f.pred, f.time)]

@@ -1,0 +1,50 @@
+"""User-facing errors, reported as `FILE:LINE:COL: message` with the source line and a caret."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .syntax import Span
+
+
+class HypoError(Exception):
+    """Base class of every error the `hypo` commands report without a traceback."""
+
+
+class ProgramError(HypoError):
+    """An error in a program, located at `span` (1-based line/column)."""
+
+    def __init__(self, message: str, span: Optional[Span] = None, source: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.span = span or Span()
+        self.source = source
+
+    def format(self) -> str:
+        s = self.span
+        head = f"{s.file}:{s.line}:{s.column}: error: {self.message}"
+        lines = self.source.splitlines()
+        if 1 <= s.line <= len(lines):
+            text = lines[s.line - 1].expandtabs(1)
+            width = 1
+            if s.end_line == s.line and s.end_column > s.column:
+                width = s.end_column - s.column
+            caret = " " * max(s.column - 1, 0) + "^" + "~" * (width - 1)
+            return f"{head}\n    {text}\n    {caret}"
+        return head
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class StreamError(HypoError):
+    """A malformed stream line (reported with its line number; never fatal for the run)."""
+
+    def __init__(self, message: str, file: str = "<stream>", line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"

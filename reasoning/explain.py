@@ -1,0 +1,185 @@
+"""Answers for people and programs: status, substitution, evidence, hypotheses, exclusions,
+and the deadline — the last tick at which an answer's outcome can still change (none of the
+papers reports it; derived from the hypotheses' timestamps and δ, 002 Def. 5)."""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+from .engine import Answer, Engine
+from .regions import cover_of
+
+DEFINITE, HYPOTHETICAL, PENDING = "definite", "hypothetical", "pending"
+
+
+def status(eng: Engine, a: Answer) -> str:
+    """definite (H = ∅), hypothetical (E ≠ ∅, a supported answer) or pending (E = ∅)."""
+    if eng.is_definite(a):
+        return DEFINITE
+    return HYPOTHETICAL if a.ev else PENDING
+
+
+def static_horizons(eng: Engine) -> dict[str, Optional[int]]:
+    """rel(p): an answer of p_t is decided by tick t + rel(p) at the latest (None: unbounded)."""
+    rel: dict[str, Optional[int]] = {}
+    preds = {tp.head.pred for tp in eng.templates}
+    for p in preds:
+        rel[p] = 0
+    for _ in range(64):
+        changed = False
+        for tp in eng.templates:
+            p = tp.head.pred
+            if rel[p] is None:
+                continue
+            h = tp.head
+            best: Optional[int] = rel[p]
+            for lp in tp.lits:
+                if h.tvar is None or lp.tvar != h.tvar:
+                    best = None
+                    break
+                off = lp.toff - h.toff
+                if lp.positive:
+                    cand = off + eng.delays.max(lp.pred)
+                else:
+                    r = rel.get(lp.pred, 0)
+                    if r is None:
+                        best = None
+                        break
+                    cand = off + r
+                best = max(best, cand)  # type: ignore[arg-type]
+            if best != rel[p]:
+                rel[p] = best
+                changed = True
+        if not changed:
+            return rel
+    return {p: (v if v is not None and v < 10 ** 6 else None) for p, v in rel.items()}
+
+
+class Explainer:
+    """Renders answers of an engine at its current tick."""
+
+    def __init__(self, eng: Engine):
+        self.eng = eng
+        self.rel = static_horizons(eng)
+        self._memo: dict[Answer, Optional[int]] = {}
+
+    def reset(self) -> None:
+        self._memo = {}
+
+    def deadline(self, a: Answer, depth: int = 0) -> Optional[int]:
+        """Last tick at which a's outcome can change; None if definite or unbounded."""
+        eng = self.eng
+        if eng.is_definite(a):
+            return None
+        if a in self._memo:
+            return self._memo[a]
+        tau = eng.tau
+        tp = eng.templates[a.tid]
+        best = tau
+        for i, lp in enumerate(tp.lits):
+            if i in a.ev:
+                continue
+            args, t = lp.instantiate(a.b)
+            if t is None:
+                self._memo[a] = None
+                return None
+            if lp.positive:
+                best = max(best, t + eng.delta(lp.pred, args))
+                continue
+            if t > tau or depth > 16:
+                r = self.rel.get(lp.pred, 0)
+                if r is None:
+                    self._memo[a] = None
+                    return None
+                best = max(best, t + r)
+                continue
+            for l in eng._L_for(lp.pred, t, args):
+                lt = eng.templates[l.tid]
+                if cover_of(lp, a.b, lt.head, l.b, l.ng, approx_full=True) is None:
+                    continue
+                d = self.deadline(l, depth + 1)
+                if d is None and not eng.is_definite(l):
+                    self._memo[a] = None
+                    return None
+                if d is not None:
+                    best = max(best, d)
+        self._memo[a] = best
+        return best
+
+    def render(self, a: Answer, tick: int, ground: Optional[dict] = None) -> dict[str, Any]:
+        """The `hypo run --format jsonl` object of one schematic answer."""
+        eng = self.eng
+        tp = eng.templates[a.tid]
+        b = a.b
+        if ground:
+            b = tuple(ground.get(i, v) for i, v in enumerate(b))
+        ev = sorted(tp.lits[i].render(b, tp.names) for i in a.ev)
+        hy = sorted(tp.lits[i].render(b, tp.names) for i in range(len(tp.lits)) if i not in a.ev)
+        st = status(eng, a)
+        excluded: dict[str, list] = {}
+        combos = []
+        qname = {}
+        for name, isvar, x, off in tp.qvars:
+            if isvar and off == 0:
+                qname.setdefault(x, name)
+        ng = a.ng if not ground else frozenset(n for n in a.ng if all(v not in ground for v, _ in n))
+        for n in ng:
+            if len(n) == 1:
+                v, c = n[0]
+                excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+            else:
+                combos.append({qname.get(v, tp.names[v]): c for v, c in n})
+        out: dict[str, Any] = {
+            "tick": tick,
+            "query": str(tp.query.atom),
+            "status": st,
+            "substitution": tp.answer(b),
+            "excluded": {k: sorted(v, key=str) for k, v in sorted(excluded.items())},
+            "evidence": ev,
+            "hypotheses": hy,
+            "deadline": None if st == DEFINITE else self.deadline(a),
+        }
+        if combos:
+            out["excluded_combinations"] = sorted(combos, key=lambda d: sorted(d.items()))
+        return out
+
+    def groundings(self, a: Answer, domain: tuple[str, ...]):
+        """Assignments of a's unbound object variables over the domain, minus its nogoods."""
+        tp = self.eng.templates[a.tid]
+        free = [i for i, v in enumerate(a.b) if v is None and i not in tp.time_vars]
+        if not free:
+            yield {}
+            return
+        for values in itertools.product(domain, repeat=len(free)):
+            g = dict(zip(free, values))
+            if any(all(g.get(v) == c for v, c in n) for n in a.ng):
+                continue
+            yield g
+
+
+def answer_key(obj: dict) -> tuple:
+    """Identity of an answer for lifecycle tracking: query and bound substitution."""
+    return (obj["query"], tuple(sorted(obj["substitution"].items())),
+            tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+
+
+def format_atom_answer(obj: dict) -> str:
+    """`OK(wt2, 1)` or `OK(X, 1) for X ∉ {wt1}` for the text output."""
+    from .parser import parse_atom
+
+    q = parse_atom(obj["query"])
+    parts = []
+    for t in q.args:
+        name = getattr(t, "name", None)
+        if name is not None and name in obj["substitution"]:
+            parts.append(str(obj["substitution"][name]))
+        else:
+            parts.append(str(t))
+    if q.time is not None:
+        tv = q.time.var
+        parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
+    s = f"{q.pred}({', '.join(parts)})"
+    if obj["excluded"]:
+        s += " for " + ", ".join(
+            f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items())
+    return s

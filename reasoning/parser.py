@@ -1,0 +1,554 @@
+"""Parser of the surface syntax of hypo programs (Temporal Datalog with negation).
+
+Parsing happens in two steps: lark (grammar.lark, LALR) turns the text into a tree, then
+the tree is turned into the IR of `syntax.py`.  The second step sorts every argument: the
+last argument of a temporal predicate is a time term, all others (and all arguments of
+`#rigid` predicates) are object terms.  `#rigid` declarations are collected first, so they
+may appear anywhere in the file.
+
+Every error is a `ProgramError` pointing at the offending token.  Spans of atoms and
+terms are returned in a `SpanTable` by `parse_program_with_spans`, keyed by
+`(kind, index, literal, arg)`:
+
+* kind ``"rule"`` (index into `Program.rules`), ``"fact"`` (index into `Program.facts`),
+  ``"query"`` (index 0) or ``"delay"`` (index into `Program.delays`);
+* literal: -1 for the head (facts, query and delays use -1), else the body position;
+* arg: -1 for the whole atom, else the argument position (the time term is last, at
+  position `len(atom.args)`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from .errors import ProgramError
+from .syntax import Atom, Const, DelayDecl, Literal, Program, Rule, Span, Time, Var
+
+SpanTable = dict[tuple[str, int, int, int], Span]
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+# How terminals are named in "expected ..." messages; None hides a synonym.
+_TERMINAL_NAMES = {
+    "NAME": "identifier",
+    "INT": "natural number",
+    "STRING": "string",
+    "$END": "end of input",
+    "_ARROW": '"->"',
+    "_AND": None,  # shown as ","
+    "_NEG": None,  # shown as "not"
+}
+_DIRECTIVES = ("#query", "#domain", "#delay", "#rigid")
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    """The (immutable, cached) LALR parser built from grammar.lark."""
+    return Lark(
+        _GRAMMAR.read_text(encoding="utf-8"),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        start=["start", "single_atom"],
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def parse_program(text: str, file: str = "<input>") -> Program:
+    """Parse a program text into a `Program` (raises `ProgramError`)."""
+    return parse_program_with_spans(text, file)[0]
+
+
+def parse_program_with_spans(text: str, file: str = "<input>") -> tuple[Program, SpanTable]:
+    """Parse a program text; also return the spans of its atoms and terms."""
+    tree = _parse_tree(text, file, "start")
+    return _ProgramBuilder(text, file).build(tree)
+
+
+def parse_atom(text: str, file: str = "<arg>", rigid: Optional[Mapping[str, int]] = None) -> Atom:
+    """Parse one atom such as `Hot(wt1, 1)` or `OK(X, T)` (a trailing `.` is allowed)."""
+    return _parse_single_atom(text, file, rigid)[0]
+
+
+def parse_fact(text: str, file: str = "<arg>", rigid: Optional[Mapping[str, int]] = None) -> Atom:
+    """Parse one ground atom (a stream fact); variables are an error."""
+    atom, spans = _parse_single_atom(text, file, rigid)
+    for term, span in zip(_atom_terms(atom), spans):
+        if isinstance(term, Var) or (isinstance(term, Time) and term.var is not None):
+            raise ProgramError(f"a fact must be ground, but {_term_text(term)} is a variable", span, text)
+    return atom
+
+
+# --------------------------------------------------------------------------- lark step
+
+
+def _parse_tree(text: str, file: str, start: str) -> Tree:
+    """Run lark, translating its exceptions into `ProgramError`."""
+    try:
+        return _lark().parse(text, start=start)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, text, file) from None
+
+
+def _syntax_error(err: UnexpectedInput, text: str, file: str) -> ProgramError:
+    """A readable `ProgramError` for a lark parse error."""
+    if isinstance(err, UnexpectedToken):
+        return _unexpected_token_error(err, text, file)
+    if isinstance(err, UnexpectedCharacters):
+        return _unexpected_char_error(err, text, file)
+    span = Span(file, err.line or 1, err.column or 1, err.line or 1, (err.column or 1) + 1)
+    return ProgramError("syntax error", span, text)
+
+
+def _unexpected_token_error(err: UnexpectedToken, text: str, file: str) -> ProgramError:
+    """Error for a token (or the end of input) that the grammar does not allow here."""
+    tok = err.token
+    expected = _expected_names(err)
+    if tok.type == "$END":
+        line, col = _end_position(tok)
+        span = Span(file, line, col, line, col + 1)
+        return ProgramError(f"unexpected end of input; {expected}", span, text)
+    span = _token_span(tok, file)
+    return ProgramError(f'unexpected "{tok.value}"; {expected}', span, text)
+
+
+def _unexpected_char_error(err: UnexpectedCharacters, text: str, file: str) -> ProgramError:
+    """Error for text that no terminal matches: bad character, string or directive."""
+    char = err.char
+    span = Span(file, err.line, err.column, err.line, err.column + 1)
+    if char == '"':
+        return ProgramError("unterminated string (missing closing \")", span, text)
+    if char == "#":
+        word = _word_at(text, err.pos_in_stream)
+        span = Span(file, err.line, err.column, err.line, err.column + len(word))
+        known = ", ".join(_DIRECTIVES)
+        return ProgramError(f"unknown directive {word} (expected one of: {known})", span, text)
+    return ProgramError(f"invalid character {char!r}; {_expected_names(err)}", span, text)
+
+
+def _expected_names(err: UnexpectedInput) -> str:
+    """`expected one of: ...` in the language's own spelling."""
+    names = _accepted_terminals(err)
+    shown = sorted({_terminal_display(n) for n in names} - {None})
+    if not shown:
+        return "expected nothing more here"
+    if len(shown) == 1:
+        return f"expected {shown[0]}"
+    return "expected one of: " + ", ".join(shown)
+
+
+def _accepted_terminals(err: UnexpectedInput) -> set[str]:
+    """Terminals the parser really accepts at the error (LALR lookaheads over-approximate)."""
+    ip = getattr(err, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return set(ip.accepts())
+        except Exception:  # pragma: no cover - best effort only
+            pass
+    return set(getattr(err, "expected", None) or getattr(err, "allowed", None) or ())
+
+
+@functools.lru_cache(maxsize=None)
+def _terminal_display(name: str) -> Optional[str]:
+    """Human spelling of a lark terminal name, e.g. `_IF` -> `":-"`."""
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    for term in _lark().terminals:
+        if term.name == name and term.pattern.type == "str":
+            return f'"{term.pattern.value}"'
+    return name
+
+
+def _end_position(tok: Token) -> tuple[int, int]:
+    """Line and column just after the last token (where the input ended)."""
+    if tok.end_line is not None and tok.end_column is not None and tok.end_line > 0:
+        return tok.end_line, tok.end_column
+    return max(tok.line or 1, 1), max(tok.column or 1, 1)
+
+
+def _word_at(text: str, pos: int) -> str:
+    """The `#word` starting at `pos`."""
+    end = pos + 1
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    return text[pos:end]
+
+
+def _token_span(tok: Token, file: str) -> Span:
+    """The span of one token."""
+    return Span(file, tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+def _meta_span(tree: Tree, file: str) -> Span:
+    """The span of a tree node (propagate_positions)."""
+    m = tree.meta
+    return Span(file, m.line, m.column, m.end_line, m.end_column)
+
+
+# --------------------------------------------------------------------------- raw atoms
+
+
+@dataclass(frozen=True)
+class _RawTerm:
+    """An unsorted argument: kind is name, plus, minus, int, negint or string."""
+
+    kind: str
+    text: str  # identifier, digits, or the unescaped string content
+    offset: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class _RawAtom:
+    """An atom as written, before argument sorting."""
+
+    pred: str
+    terms: tuple[_RawTerm, ...]
+    span: Span
+
+
+def _raw_atom(tree: Tree, file: str, source: str) -> _RawAtom:
+    """Turn an `atom` / `bare_atom` tree into a `_RawAtom`."""
+    name = tree.children[0]
+    terms = tuple(_raw_term(t, file, source) for t in tree.children[1:])
+    return _RawAtom(str(name), terms, _meta_span(tree, file))
+
+
+def _raw_term(tree: Tree, file: str, source: str) -> _RawTerm:
+    """Turn a `*_term` tree into a `_RawTerm`."""
+    kind = tree.data.removesuffix("_term")
+    toks = tree.children
+    span = _meta_span(tree, file)
+    if kind in ("plus", "minus"):
+        k = int(toks[1])
+        return _RawTerm(kind, str(toks[0]), k if kind == "plus" else -k, span)
+    if kind == "string":
+        return _RawTerm(kind, _unescape(toks[0], file, source), 0, span)
+    return _RawTerm(kind, str(toks[0]), 0, span)
+
+
+def _unescape(tok: Token, file: str, source: str) -> str:
+    """The content of a double-quoted string token (escapes `\\"` and `\\\\`)."""
+    body = str(tok)[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            nxt = body[i + 1]
+            if nxt not in ('"', "\\"):
+                col = tok.column + 1 + i
+                span = Span(file, tok.line, col, tok.line, col + 2)
+                msg = f'unknown escape sequence \\{nxt} in string (only \\" and \\\\ are allowed)'
+                raise ProgramError(msg, span, source)
+            out.append(nxt)
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _is_variable_name(name: str) -> bool:
+    """Variables start with an upper-case letter or `_`."""
+    return name[0].isupper() or name[0] == "_"
+
+
+# --------------------------------------------------------------------------- sorting
+
+
+class _Scope:
+    """Variable sorts and anonymous-variable names within one rule, query or delay."""
+
+    def __init__(self, source: str, reserved: set[str]):
+        self.source = source
+        self.reserved = reserved
+        self.sorts: dict[str, tuple[str, Span]] = {}
+        self.counter = 0
+
+    def fresh(self) -> str:
+        """A new name `_1`, `_2`, ... for an anonymous variable."""
+        while True:
+            self.counter += 1
+            name = f"_{self.counter}"
+            if name not in self.reserved:
+                return name
+
+    def use(self, name: str, sort: str, span: Span) -> None:
+        """Record that variable `name` is used with `sort` ("object" or "time")."""
+        first = self.sorts.setdefault(name, (sort, span))
+        if first[0] != sort:
+            where = f"line {first[1].line}, column {first[1].column}"
+            msg = (
+                f"variable {name} is used both as an object and as a time variable "
+                f"(here as {_sort_phrase(sort)}, first as {_sort_phrase(first[0])} at {where})"
+            )
+            raise ProgramError(msg, span, self.source)
+
+
+def _sort_phrase(sort: str) -> str:
+    """'an object' / 'a time variable'."""
+    return "an object" if sort == "object" else "a time variable"
+
+
+def _reserved_names(atoms: list[_RawAtom]) -> set[str]:
+    """Variable names written in the atoms (anonymous names must avoid them)."""
+    return {t.text for a in atoms for t in a.terms if t.kind in ("name", "plus", "minus")}
+
+
+def _object_term(term: _RawTerm, scope: _Scope) -> Var | Const:
+    """Sort a term in an object position."""
+    if term.kind in ("plus", "minus"):
+        raise ProgramError("time term in an object position", term.span, scope.source)
+    if term.kind == "negint":
+        return Const("-" + term.text)
+    if term.kind == "name" and _is_variable_name(term.text):
+        name = scope.fresh() if term.text == "_" else term.text
+        scope.use(name, "object", term.span)
+        return Var(name)
+    return Const(term.text)
+
+
+def _time_term(term: _RawTerm, pred: str, arity: int, scope: _Scope) -> Time:
+    """Sort the last argument of a temporal predicate."""
+    if term.kind == "int":
+        return Time(None, int(term.text))
+    if term.kind == "negint":
+        msg = f"negative timestamp -{term.text}: timestamps are natural numbers"
+        raise ProgramError(msg, term.span, scope.source)
+    if term.kind in ("name", "plus", "minus") and _is_variable_name(term.text):
+        name = scope.fresh() if term.text == "_" else term.text
+        scope.use(name, "time", term.span)
+        return Time(name, term.offset)
+    msg = (
+        "expected a time term (natural number, variable, or T+k) as the last argument "
+        f"of temporal predicate {pred}/{arity}"
+    )
+    raise ProgramError(msg, term.span, scope.source)
+
+
+def _is_rigid_use(raw: _RawAtom, rigid: Mapping[str, int]) -> bool:
+    """Whether the atom's arguments are all object terms (a use of a `#rigid` predicate).
+
+    A rigid atom with one argument too many whose last argument looks like a time
+    term is sorted as temporal, so that the well-formedness check can report
+    "rigid predicate used with a time argument".
+    """
+    if raw.pred not in rigid:
+        return False
+    n = len(raw.terms)
+    if n == rigid[raw.pred] + 1 and raw.terms[-1].kind in ("int", "negint", "plus", "minus"):
+        return False
+    if n == rigid[raw.pred] + 1 and raw.terms[-1].kind == "name":
+        return not _is_variable_name(raw.terms[-1].text)
+    return True
+
+
+def _sort_atom(raw: _RawAtom, rigid: Mapping[str, int], scope: _Scope) -> Atom:
+    """Sort the arguments of a raw atom into object terms and a time term."""
+    if _is_rigid_use(raw, rigid):
+        return Atom(raw.pred, tuple(_object_term(t, scope) for t in raw.terms), None)
+    if not raw.terms:
+        msg = f"temporal predicate {raw.pred} has no arguments: its last argument must be a time term"
+        raise ProgramError(msg, raw.span, scope.source)
+    args = tuple(_object_term(t, scope) for t in raw.terms[:-1])
+    time = _time_term(raw.terms[-1], raw.pred, len(raw.terms), scope)
+    return Atom(raw.pred, args, time)
+
+
+def _record_spans(spans: SpanTable, key: tuple[str, int, int], raw: _RawAtom) -> None:
+    """Store the spans of an atom and of each of its arguments."""
+    kind, index, lit = key
+    spans[(kind, index, lit, -1)] = raw.span
+    for j, term in enumerate(raw.terms):
+        spans[(kind, index, lit, j)] = term.span
+
+
+def _atom_terms(atom: Atom) -> list[Var | Const | Time]:
+    """The arguments of an atom in written order, time term last."""
+    return [*atom.args, *([atom.time] if atom.time is not None else [])]
+
+
+def _term_text(term: Var | Const | Time) -> str:
+    """The variable name of a Var or a non-ground Time, else how the term is written."""
+    if isinstance(term, Time) and term.var is not None:
+        return term.var
+    return str(term)
+
+
+def _parse_single_atom(
+    text: str, file: str, rigid: Optional[Mapping[str, int]]
+) -> tuple[Atom, list[Span]]:
+    """Parse and sort one atom; return it with the spans of its arguments."""
+    tree = _parse_tree(text, file, "single_atom")
+    raw = _raw_atom(tree.children[0], file, text)
+    scope = _Scope(text, _reserved_names([raw]))
+    atom = _sort_atom(raw, rigid or {}, scope)
+    return atom, [t.span for t in raw.terms]
+
+
+# --------------------------------------------------------------------------- program
+
+
+class _ProgramBuilder:
+    """Builds a `Program` and its `SpanTable` from a lark tree (one use per parse)."""
+
+    def __init__(self, source: str, file: str):
+        self.source = source
+        self.file = file
+        self.rigid: dict[str, int] = {}
+        self.rigid_spans: dict[str, Span] = {}
+        self.rules: list[Rule] = []
+        self.facts: list[Rule] = []
+        self.delays: list[DelayDecl] = []
+        self.domain: list[str] = []
+        self.query: Optional[Atom] = None
+        self.query_span = Span(file)
+        self.query_stmt_span: Optional[Span] = None
+        self.spans: SpanTable = {}
+
+    def build(self, tree: Tree) -> tuple[Program, SpanTable]:
+        """Two passes: `#rigid` declarations first, then everything else."""
+        for stmt in tree.children:
+            if stmt.data == "rigid_dir":
+                self._rigid(stmt)
+        for stmt in tree.children:
+            if stmt.data != "rigid_dir":
+                getattr(self, "_" + stmt.data)(stmt)
+        return self._program(), self.spans
+
+    def _program(self) -> Program:
+        """The collected `Program`."""
+        return Program(
+            rules=tuple(self.rules),
+            facts=tuple(self.facts),
+            query=self.query,
+            query_span=self.query_span,
+            delays=tuple(self.delays),
+            domain=tuple(dict.fromkeys(self.domain)),
+            rigid=dict(self.rigid),
+            rigid_spans=dict(self.rigid_spans),
+            source=self.source,
+            file=self.file,
+        )
+
+    def _raw(self, tree: Tree) -> _RawAtom:
+        """Raw atom of an `atom`/`bare_atom` tree."""
+        return _raw_atom(tree, self.file, self.source)
+
+    # -- rules and facts
+
+    def _fact(self, stmt: Tree) -> None:
+        """`H.`"""
+        raw = self._raw(stmt.children[0])
+        scope = _Scope(self.source, _reserved_names([raw]))
+        head = _sort_atom(raw, self.rigid, scope)
+        _record_spans(self.spans, ("fact", len(self.facts), -1), raw)
+        self.facts.append(Rule(head, (), _meta_span(stmt, self.file)))
+
+    def _rule(self, stmt: Tree) -> None:
+        """`H :- L1, ..., Ln.`"""
+        head_tree, body_tree = stmt.children
+        self._add_rule(stmt, head_tree, body_tree, head_first=True)
+
+    def _arrow_rule(self, stmt: Tree) -> None:
+        """`L1, ..., Ln -> H.`"""
+        body_tree, head_tree = stmt.children
+        self._add_rule(stmt, head_tree, body_tree, head_first=False)
+
+    def _add_rule(self, stmt: Tree, head_tree: Tree, body_tree: Tree, head_first: bool) -> None:
+        """Sort a rule's atoms in source order and append it."""
+        head = self._raw(head_tree)
+        body = [(lit.data == "pos_literal", self._raw(lit.children[0])) for lit in body_tree.children]
+        scope = _Scope(self.source, _reserved_names([head, *(a for _, a in body)]))
+        head_atom = _sort_atom(head, self.rigid, scope) if head_first else None
+        literals = tuple(Literal(_sort_atom(a, self.rigid, scope), pos) for pos, a in body)
+        if head_atom is None:
+            head_atom = _sort_atom(head, self.rigid, scope)
+        index = len(self.rules)
+        _record_spans(self.spans, ("rule", index, -1), head)
+        for i, (_, raw) in enumerate(body):
+            _record_spans(self.spans, ("rule", index, i), raw)
+        self.rules.append(Rule(head_atom, literals, _meta_span(stmt, self.file)))
+
+    # -- directives
+
+    def _query_dir(self, stmt: Tree) -> None:
+        """`#query A.` (at most one)."""
+        if self.query_stmt_span is not None:
+            first = self.query_stmt_span
+            msg = f"only one #query is allowed (the first one is at line {first.line})"
+            raise ProgramError(msg, _meta_span(stmt, self.file), self.source)
+        raw = self._raw(stmt.children[0])
+        scope = _Scope(self.source, _reserved_names([raw]))
+        self.query = _sort_atom(raw, self.rigid, scope)
+        self.query_span = raw.span
+        self.query_stmt_span = _meta_span(stmt, self.file)
+        _record_spans(self.spans, ("query", 0, -1), raw)
+
+    def _domain_dir(self, stmt: Tree) -> None:
+        """`#domain c1, ..., cn.` (accumulates)."""
+        for tree in stmt.children:
+            term = _raw_term(tree, self.file, self.source)
+            if term.kind == "name" and _is_variable_name(term.text):
+                msg = f"#domain lists object constants, but {term.text} is a variable"
+                raise ProgramError(msg, term.span, self.source)
+            scope = _Scope(self.source, set())
+            self.domain.append(_object_term(term, scope).value)  # type: ignore[union-attr]
+
+    def _delay_all(self, stmt: Tree) -> None:
+        """`#delay Pred = k.`"""
+        name, k = stmt.children
+        span = _token_span(name, self.file)
+        self.spans[("delay", len(self.delays), -1, -1)] = span
+        self.delays.append(DelayDecl(str(name), int(k), None, span))
+
+    def _delay_pattern(self, stmt: Tree) -> None:
+        """`#delay Pred(c1, _, T) = k.`"""
+        atom_tree, k = stmt.children
+        raw = self._raw(atom_tree)
+        pattern = self._delay_pattern_args(raw)
+        _record_spans(self.spans, ("delay", len(self.delays), -1), raw)
+        self.delays.append(DelayDecl(raw.pred, int(k), pattern, raw.span))
+
+    def _delay_pattern_args(self, raw: _RawAtom) -> tuple[Optional[str], ...]:
+        """Object-argument pattern of a `#delay` atom (the time position must be open)."""
+        scope = _Scope(self.source, _reserved_names([raw]))
+        if raw.pred in self.rigid:  # an error reported by check_program; keep all args
+            return tuple(_pattern_entry(_object_term(t, scope)) for t in raw.terms)
+        if not raw.terms:
+            msg = f"temporal predicate {raw.pred} has no arguments: its last argument must be a time term"
+            raise ProgramError(msg, raw.span, self.source)
+        last = raw.terms[-1]
+        if not (last.kind == "name" and _is_variable_name(last.text)):
+            msg = "the delay bound may not depend on the time argument: use a variable or _ here"
+            raise ProgramError(msg, last.span, self.source)
+        return tuple(_pattern_entry(_object_term(t, scope)) for t in raw.terms[:-1])
+
+    def _rigid(self, stmt: Tree) -> None:
+        """`#rigid Name/arity, ... .` (collected in the first pass)."""
+        for spec in stmt.children:
+            name = spec.children[0]
+            arity = int(spec.children[1]) if len(spec.children) > 1 else 0
+            span = _meta_span(spec, self.file)
+            if name in self.rigid and self.rigid[name] != arity:
+                first = self.rigid_spans[name]
+                msg = (
+                    f"{name} is declared #rigid with arity {arity} here, "
+                    f"but with arity {self.rigid[name]} at line {first.line}"
+                )
+                raise ProgramError(msg, span, self.source)
+            self.rigid.setdefault(str(name), arity)
+            self.rigid_spans.setdefault(str(name), span)
+
+
+def _pattern_entry(term: Var | Const) -> Optional[str]:
+    """A `#delay` pattern entry: the constant's value, or None for a variable / `_`."""
+    return term.value if isinstance(term, Const) else None

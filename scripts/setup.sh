@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create or refresh .venv/ at the repo root with the pinned requirements (idempotent).
+# Installs Java 17 from Debian if no java is on PATH (Spark local mode needs it).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "setup: installing Java 17 (openjdk-17-jre-headless) for Spark" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  "$PY" -m venv .venv
+fi
+STAMP=.venv/.requirements.sha256
+WANT="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "setup: installing pinned requirements into .venv (first time: ~2-3 min)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  .venv/bin/python -c "import lark, pyspark, deltalake, airflow, great_expectations, clingo" \
+    || { echo "setup: requirements did not install" >&2; exit 1; }
+  echo "$WANT" > "$STAMP"
+fi
+export GX_ANALYTICS_ENABLED=false
