@@ -342,6 +342,8 @@ class Engine:
             if f.time + d > tau:
                 self.window[(f.pred, f.time)].add(f.args)
                 self.window_expiry[f.time + d].add(f)
+        if self.forget:
+            self._drop_redundant()
         if snapshot:
             rep.snapshot = list(self.answers)
         rep.new_definite = [
@@ -509,8 +511,7 @@ class Engine:
 
     def _forget(self, tau: int) -> None:
         """Bounded state (000 §7): a definite answer is emitted once, then dropped as soon as
-        no negated hypothesis created later can refer to it; W keeps only facts that are
-        still future-possible by timestamp."""
+        no negated hypothesis created later can refer to it."""
         for a in self.retire.pop(tau, set()):
             self.remove(a)
         for a in list(self.fresh_definite):
@@ -528,7 +529,20 @@ class Engine:
             else:
                 self.retire[ht + lag].add(a)
 
+    def _drop_redundant(self) -> None:
+        """Non-definite derivations of a ground answer that just became definite can no longer
+        change anything (3(b) refutes through the definite one): drop them (bounded state)."""
+        for a in list(self.fresh_definite):
+            tp = self.templates[a.tid]
+            hargs, ht = tp.head.instantiate(a.b)
+            if ht is None or None in hargs:
+                continue
+            for other in list(self.head_ground.get((tp.head.pred, hargs, ht), ())):
+                if not self.is_definite(other):
+                    self.remove(other)
+
     def _expire_window(self, tau: int) -> None:
+        """Drop facts of W that are no longer future-possible by timestamp."""
         for f in self.window_expiry.pop(tau, set()):
             s = self.window.get((f.pred, f.time))
             if s is not None:
