@@ -84,6 +84,7 @@ class CompiledProgram:
                             "head": str(tp.head),
                             "hypotheses": [str(l) for l in tp.literals],
                             "nogoods": [dict(n) for n in tp.nogoods],
+                            "time_min": dict(tp.time_min),
                         }
                         for tp in q.templates
                     ],

@@ -209,6 +209,9 @@ class Engine:
         for lp in tp.lits:
             if lp.tvar is not None and b[lp.tvar] is not None and b[lp.tvar] + lp.toff < 0:
                 return False
+        for v, k in tp.time_min:
+            if b[v] is not None and b[v] < k:
+                return False
         return True
 
     def local_mgus(self, tp: ETemplate, b: Binding, ev: frozenset, order: list[int],

@@ -109,6 +109,7 @@ class ETemplate:
     nogoods: frozenset  # frozenset of tuples of (var index, value)
     qvars: tuple[tuple[str, bool, Union[int, str], int], ...]  # (name, is_var, idx|const, off)
     time_vars: frozenset  # indices of temporal variables
+    time_min: tuple[tuple[int, int], ...] = ()  # (var index, lower bound) from pre-processing
 
     @property
     def full_mask(self) -> frozenset:
@@ -160,11 +161,13 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
         else:
             qvars.append((q.atom.time.var, True, idx[ht.var], ht.offset))
     nogoods = frozenset(tuple(sorted((idx[v], c) for v, c in n)) for n in t.nogoods)
+    tvars.update(idx[v] for v, _ in t.time_min)
     return ETemplate(
         tid=tid, qid=q.qid, query=q, template=t, names=names, head=head, lits=lits,
         pos=tuple(i for i, l in enumerate(lits) if l.positive),
         neg=tuple(i for i, l in enumerate(lits) if not l.positive),
         nogoods=nogoods, qvars=tuple(qvars), time_vars=frozenset(tvars),
+        time_min=tuple((idx[v], k) for v, k in t.time_min),
     )
 
 

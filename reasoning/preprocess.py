@@ -32,11 +32,14 @@ class Template:
     theta: tuple[tuple[str, str], ...]  # query variable -> rendered term (for display)
     literals: tuple[Literal, ...]
     nogoods: tuple[tuple[tuple[str, str], ...], ...] = ()
+    # lower bounds var >= k from resolved (intermediate) atoms, whose times must be natural
+    time_min: tuple[tuple[str, int], ...] = ()
 
     def variables(self) -> tuple[str, ...]:
         out: set[str] = set(self.head.variables())
         for l in self.literals:
             out.update(l.atom.variables())
+        out.update(v for v, _ in self.time_min)
         return tuple(sorted(out))
 
     def __str__(self) -> str:
@@ -45,6 +48,7 @@ class Template:
         ng = "".join(
             " | " + " ∧ ".join(f"{v}={c}" for v, c in n) + " excluded" for n in self.nogoods
         )
+        ng += "".join(f" | {v} ≥ {k}" for v, k in self.time_min)
         return f"⟨[{th}], {{{hs}}}{ng}⟩" if th else f"⟨∅, {{{hs}}}{ng}⟩"
 
 
@@ -207,10 +211,10 @@ def _match_atom(p: Atom, t: Atom, s: Subst) -> Optional[Subst]:
     return s
 
 
-def _readable(head: Atom, lits: list[Literal], nogoods: list, keep: set[str]):
+def _readable(head: Atom, lits: list[Literal], nogoods: list, keep: set[str], probe: Atom):
     """Rename resolution variables (`X#3`) to short readable names; keep query variables."""
     names: list[str] = []
-    for a in [head] + [l.atom for l in lits]:
+    for a in [head] + [l.atom for l in lits] + [probe]:
         for v in a.variables():
             if v not in names:
                 names.append(v)
@@ -235,7 +239,8 @@ def _readable(head: Atom, lits: list[Literal], nogoods: list, keep: set[str]):
         return Atom(a.pred, args, tm)
 
     ng = [tuple(sorted((ren.get(v, v), c) for v, c in n)) for n in nogoods]
-    return r_atom(head), [Literal(r_atom(l.atom), l.positive) for l in lits], ng
+    return (r_atom(head), [Literal(r_atom(l.atom), l.positive) for l in lits], ng,
+            r_atom(probe))
 
 
 def _lit_sort_key(l: Literal):
@@ -263,9 +268,10 @@ class Preprocessor:
         """P_Q: all minimal ⟨θ, H⟩ of SLD-derivations from ¬query (Algorithm: pre-processing)."""
         qvars = set(query.variables())
         done: list[Template] = []
-        stack: list[tuple[tuple[Literal, ...], Subst, int]] = [((Literal(query),), {}, 0)]
+        stack: list[tuple[tuple[Literal, ...], Subst, int, tuple]] = [
+            ((Literal(query),), {}, 0, ())]
         while stack:
-            goal, s, depth = stack.pop()
+            goal, s, depth, resolved = stack.pop()
             if depth > MAX_DEPTH or len(done) > MAX_TEMPLATES:
                 raise ProgramError(
                     f"pre-processing of {query} does not terminate (more than "
@@ -278,17 +284,19 @@ class Preprocessor:
                 None,
             )
             if idx is None:
-                t = self._finish(query, qvars, goal, s)
+                t = self._finish(query, qvars, goal, s, resolved)
                 if t is not None:
                     done.append(t)
                 continue
             sel = apply_atom(goal[idx].atom, s)
             rest_before, rest_after = goal[:idx], goal[idx + 1:]
+            if sel.time is not None:
+                resolved = resolved + (sel.time,)
             if sel.pred in self.rigid:
                 for fact in self.rigid_facts.get(sel.pred, []):
                     s2 = unify_atoms(sel, fact, s, set())
                     if s2 is not None:
-                        stack.append((rest_before + rest_after, s2, depth + 1))
+                        stack.append((rest_before + rest_after, s2, depth + 1, resolved))
                 continue
             for rule in reversed(self.rules_by_pred.get(sel.pred, [])):
                 rr = rename_rule(rule, next(self.counter))
@@ -296,13 +304,22 @@ class Preprocessor:
                 s2 = unify_atoms(sel, rr.head, s, prefer)
                 if s2 is None:
                     continue
-                stack.append((rest_before + rr.body + rest_after, s2, depth + 1))
+                stack.append((rest_before + rr.body + rest_after, s2, depth + 1, resolved))
         return self._minimal(done)
 
-    def _finish(self, query: Atom, qvars: set[str], goal, s: Subst) -> Optional[Template]:
+    def _finish(self, query: Atom, qvars: set[str], goal, s: Subst,
+                resolved: tuple = ()) -> Optional[Template]:
         head = apply_atom(query, s)
         if _negative_time(head):
             return None
+        bounds: dict[str, int] = {}
+        for tm in resolved:  # intermediate atoms of the derivation need natural timestamps
+            t = walk_time(tm, s)
+            if t.var is None:
+                if t.offset < 0:
+                    return None
+            else:
+                bounds[t.var] = max(bounds.get(t.var, -t.offset), -t.offset)
         lits: list[Literal] = []
         nogoods: list[tuple[tuple[str, str], ...]] = []
         for l in goal:
@@ -328,14 +345,21 @@ class Preprocessor:
         pos = {l.atom for l in lits if l.positive}
         if any((not l.positive) and l.atom in pos for l in lits):
             return None  # inconsistent hypotheses
-        head, lits, nogoods = _readable(head, lits, nogoods, qvars)
+        implied: dict[str, int] = {}
+        for a in [head] + [l.atom for l in lits]:
+            if a.time is not None and a.time.var is not None:
+                implied[a.time.var] = max(implied.get(a.time.var, -a.time.offset), -a.time.offset)
+        extra = {v: k for v, k in bounds.items() if k > implied.get(v, -10 ** 9)}
+        ren_probe = Atom("_", tuple(Var(v) for v in sorted(extra)), None)
+        head, lits, nogoods, probe = _readable(head, lits, nogoods, qvars, ren_probe)
+        time_min = tuple(sorted((t.name, extra[v]) for t, v in zip(probe.args, sorted(extra))))
         lits.sort(key=_lit_sort_key)
         theta = []
         for v in sorted(qvars):
             t = _term_of(query, head, v)
             if t is not None and t != v:
                 theta.append((v, t))
-        return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))))
+        return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min)
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
         uniq: list[Template] = []

@@ -92,8 +92,9 @@ def _eval_time(time: Optional[Time], env: dict[str, int]) -> Optional[int]:
 def _time_instances(rule: Rule, horizon: int) -> Iterator[tuple[tuple, tuple[TimeLit, ...]]]:
     """All instances of `rule`'s time variables that survive the window 0..horizon.
 
-    Every time variable ranges over 0..horizon + m + 1 (m: largest `k` of a term `T-k` of the
-    rule); any larger value only yields time terms beyond the horizon, like the last value.
+    Every time variable ranges over -n..horizon + m + 1 (m: largest `k` of a term `T-k`, n:
+    largest `k` of a term `T+k` of the rule); any larger value only yields time terms beyond
+    the horizon, like the last value.
 
     Instances with a negative time term are discarded; instances whose head lies beyond the
     horizon, or with a positive body atom beyond the horizon (false), are dropped; negative
@@ -103,7 +104,11 @@ def _time_instances(rule: Rule, horizon: int) -> Iterator[tuple[tuple, tuple[Tim
     atoms = [rule.head] + [lit.atom for lit in rule.body]
     lookback = max([0] + [-a.time.offset for a in atoms if a.time is not None and a.time.var is not None])
     top = horizon + lookback + 1
-    for values in itertools.product(range(top + 1), repeat=len(tvars)):
+    # A variable itself may be negative as long as every time term is a natural number
+    # (`P(X, T+1) :- E(X, T+1)` derives P(a, 0) from E(a, 0)): semantics invariant under
+    # shifting a time variable, as pre-processing assumes (000 Lemma 5).
+    lookahead = max([0] + [a.time.offset for a in atoms if a.time is not None and a.time.var is not None])
+    for values in itertools.product(range(-lookahead, top + 1), repeat=len(tvars)):
         env = dict(zip(tvars, values))
         head_t = _eval_time(rule.head.time, env)
         body_ts = [_eval_time(lit.atom.time, env) for lit in rule.body]

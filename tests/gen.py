@@ -1,0 +1,82 @@
+"""Hypothesis strategies: random nonrecursive, T-stratified programs and δ-respecting streams."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from reasoning.patterns import Fact
+
+CONSTS = ("a", "b", "c")
+EDB = ("E1", "E2")
+
+
+@dataclass
+class Case:
+    text: str
+    positive: bool
+    stream: dict  # tick -> [Fact]
+    facts_by_time: list  # all facts
+    horizon: int  # last fact timestamp + 1
+
+
+def _offset(k: int) -> str:
+    return "T" if k == 0 else (f"T+{k}" if k > 0 else f"T-{-k}")
+
+
+@st.composite
+def programs(draw, negation: bool = True, n_idb: int = 3):
+    """Layered IDB predicates P1..Pn over EDB E1, E2; X in every atom (keyed, connected)."""
+    lines = []
+    delays = {}
+    for e in EDB:
+        d = draw(st.integers(0, 2))
+        delays[e] = d
+        lines.append(f"#delay {e} = {d}.")
+    if draw(st.booleans()):
+        d = draw(st.integers(0, 3))
+        lines.append(f"#delay E1(a, T) = {d}.")
+    lines.append("#domain a, b, c.")
+    has_neg = False
+    for i in range(1, n_idb + 1):
+        lower = list(EDB) + [f"P{j}" for j in range(1, i)]
+        for _ in range(draw(st.integers(1, 2))):
+            h = draw(st.integers(-1, 1))
+            n = draw(st.integers(1, 3))
+            body = []
+            for _k in range(n):
+                q = draw(st.sampled_from(lower))
+                k = draw(st.integers(-2, 1))
+                neg = negation and draw(st.integers(0, 3)) == 0
+                body.append((q, k, neg))
+            if all(neg for _, _, neg in body) and draw(st.booleans()):
+                body[0] = (body[0][0], body[0][1], False)
+            has_neg = has_neg or any(neg for _, _, neg in body)
+            lits = ", ".join(("not " if neg else "") + f"{q}(X, {_offset(k)})" for q, k, neg in body)
+            lines.append(f"P{i}(X, {_offset(h)}) :- {lits}.")
+    lines.insert(0, f"#query P{n_idb}(X, T).")
+    rules = "\n".join(l for l in lines if ":-" in l)
+    lines = [l for l in lines if not l.startswith("#delay E") or
+             f"{l.split()[1].split('(')[0]}(" in rules]
+    return "\n".join(lines) + "\n", not has_neg, delays
+
+
+@st.composite
+def cases(draw, negation: bool = True, horizon: int = 5):
+    text, positive, delays = draw(programs(negation=negation))
+    per_a = None
+    for line in text.splitlines():
+        if line.startswith("#delay E1(a, T)"):
+            per_a = int(line.split("=")[1].strip(" ."))
+    stream: dict = {}
+    all_facts = []
+    for t in range(horizon):
+        for e in EDB:
+            for c in CONSTS:
+                if draw(st.integers(0, 9)) < 4:
+                    d = per_a if (e == "E1" and c == "a" and per_a is not None) else delays[e]
+                    arrival = t + draw(st.integers(0, d))
+                    f = Fact(e, (c,), t)
+                    stream.setdefault(arrival, []).append(f)
+                    all_facts.append(f)
+    return Case(text, positive, stream, all_facts, horizon)
