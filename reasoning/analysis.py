@@ -278,6 +278,10 @@ class Delays:
 
     default: Mapping[str, int] = field(default_factory=dict)
     patterns: Mapping[str, tuple[DelayDecl, ...]] = field(default_factory=dict)
+    # fully constant patterns, indexed: (pred, args) -> δ; and the predicates that also
+    # have patterns with wildcards (which need a scan)
+    exact: Mapping[tuple, int] = field(default_factory=dict)
+    wild: frozenset = frozenset()
 
     @staticmethod
     def from_decls(decls: Iterable[DelayDecl]) -> "Delays":
@@ -289,11 +293,22 @@ class Delays:
                 default[d.pred] = d.delay
             else:
                 pats.setdefault(d.pred, []).append(d)
-        return Delays(default, {k: tuple(v) for k, v in pats.items()})
+        exact: dict[tuple, int] = {}
+        wild = set()
+        for p, ds in pats.items():
+            for d in ds:
+                if d.pattern is not None and all(x is not None for x in d.pattern):
+                    key = (p, tuple(d.pattern))
+                    exact[key] = max(exact.get(key, d.delay), d.delay)
+                else:
+                    wild.add(p)
+        return Delays(default, {k: tuple(v) for k, v in pats.items()}, exact, frozenset(wild))
 
     def ground(self, pred: str, args: tuple[str, ...]) -> int:
         """δ(p(c̄, t)) for a ground instance: max of matching patterns, else the default."""
-        best = None
+        best = self.exact.get((pred, args))
+        if pred not in self.wild:
+            return self.default.get(pred, 0) if best is None else best
         for d in self.patterns.get(pred, ()):
             if d.matches(args):
                 best = d.delay if best is None else max(best, d.delay)

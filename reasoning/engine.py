@@ -75,13 +75,18 @@ class Engine:
         self.head_schematic: dict = defaultdict(set)  # (pred, t|None) -> non-ground heads
         self.retire: dict = defaultdict(set)  # tick -> definite answers to forget then
         self.fresh_definite: set[Answer] = set()  # answers that became definite this tick
+        self._entries: dict[Answer, list] = {}  # answer -> the index sets it is in
+        self._info: dict[Answer, tuple] = {}  # answers built this tick -> _inspect() result
         # the window W: arrived facts still future-possible by timestamp (t + δ > τ)
         self.window: dict = defaultdict(set)  # (pred, t) -> set of args
         self.window_expiry: dict = defaultdict(set)  # tick -> set of Fact
         self.by_pred: dict = defaultdict(list)  # pred -> [(tpl, lit index)] positive lits
         for tp in self.templates:
             for i in tp.pos:
-                self.by_pred[tp.lits[i].pred].append((tp, i))
+                seeded = {x for v, x in tp.lits[i].args if v} | (
+                    {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set())
+                full = seeded >= set(range(len(tp.names)))
+                self.by_pred[tp.lits[i].pred].append((tp, i, full))
         self.retention = self._retention()
         self._delay_cache: dict = {}
 
@@ -96,61 +101,48 @@ class Engine:
             self._delay_cache[key] = d
         return d
 
-    def expiry_of(self, tp: ETemplate, b: Binding, ev: frozenset) -> Optional[int]:
-        """First tick at which some positive hypothesis is no longer potentially future
-        (Def. 17); None if none ever expires (a hypothesis with an unbound time)."""
-        best = None
-        for i in tp.pos:
-            if i in ev:
-                continue
-            lp = tp.lits[i]
-            args, t = lp.instantiate(b)
-            if t is None:
-                continue
-            e = t + self.delta(lp.pred, args)
-            if best is None or e < best:
-                best = e
-        return best
-
     # ------------------------------------------------------------------ state maintenance
-
-    def _hyp_keys(self, a: Answer):
-        tp = self.templates[a.tid]
-        for i, lp in enumerate(tp.lits):
-            if i in a.ev:
-                continue
-            args, t = lp.instantiate(a.b)
-            yield i, lp, args, t
 
     def add(self, a: Answer, tau: int) -> bool:
         """Insert an answer into S (with all its indexes); False if dead or already there."""
+        info = self._info.pop(a, None)
         if a in self.answers:
             return False
         tp = self.templates[a.tid]
-        exp = self.expiry_of(tp, a.b, a.ev)
+        if info is None:
+            info = self._inspect(tp, a.b, a.ev)
+            if info is None:
+                return False
+        exp, insts, hargs, ht = info
         if exp is not None and exp <= tau:
             return False  # a positive hypothesis can no longer arrive
         self.answers.add(a)
         if len(a.ev) == len(tp.lits):
             self.fresh_definite.add(a)
+        entries = []
         if exp is not None:
-            self.expiry[exp].add(a)
-        for i, lp, args, t in self._hyp_keys(a):
+            entries.append((self.expiry, exp))
+        for i, lp in enumerate(tp.lits):
+            if i in a.ev:
+                continue
+            args, t = insts[i]
             if lp.positive:
                 if t is None:
-                    self.wake_p[lp.pred].add(a)
+                    entries.append((self.wake_p, lp.pred))
                 elif None in args:
-                    self.wake_pt[(lp.pred, t)].add(a)
+                    entries.append((self.wake_pt, (lp.pred, t)))
                 else:
-                    self.wake_ground[(lp.pred, args, t)].add(a)
+                    entries.append((self.wake_ground, (lp.pred, args, t)))
             elif t is not None:
-                self.neg_index[(lp.pred, t)].add(a)
-        hargs, ht = tp.head.instantiate(a.b)
-        self.head_index[(tp.head.pred, ht)].add(a)
+                entries.append((self.neg_index, (lp.pred, t)))
+        entries.append((self.head_index, (tp.head.pred, ht)))
         if ht is not None and None not in hargs:
-            self.head_ground[(tp.head.pred, hargs, ht)].add(a)
+            entries.append((self.head_ground, (tp.head.pred, hargs, ht)))
         else:
-            self.head_schematic[(tp.head.pred, ht)].add(a)
+            entries.append((self.head_schematic, (tp.head.pred, ht)))
+        for index, key in entries:
+            index[key].add(a)
+        self._entries[a] = entries
         return True
 
     def remove(self, a: Answer) -> None:
@@ -159,60 +151,17 @@ class Engine:
             return
         self.answers.discard(a)
         self.fresh_definite.discard(a)
-        tp = self.templates[a.tid]
-        exp = self.expiry_of(tp, a.b, a.ev)
-        if exp is not None:
-            self.expiry[exp].discard(a)
-        for i, lp, args, t in self._hyp_keys(a):
-            if lp.positive:
-                if t is None:
-                    self.wake_p[lp.pred].discard(a)
-                elif None in args:
-                    self.wake_pt[(lp.pred, t)].discard(a)
-                else:
-                    self.wake_ground[(lp.pred, args, t)].discard(a)
-            elif t is not None:
-                s = self.neg_index.get((lp.pred, t))
-                if s is not None:
-                    s.discard(a)
-                    if not s:
-                        del self.neg_index[(lp.pred, t)]
-        hargs, ht = tp.head.instantiate(a.b)
-        s = self.head_index.get((tp.head.pred, ht))
-        if s is not None:
-            s.discard(a)
-            if not s:
-                del self.head_index[(tp.head.pred, ht)]
-        if ht is not None and None not in hargs:
-            s = self.head_ground.get((tp.head.pred, hargs, ht))
+        for index, key in self._entries.pop(a):
+            s = index.get(key)
             if s is not None:
                 s.discard(a)
-                if not s:
-                    del self.head_ground[(tp.head.pred, hargs, ht)]
-        else:
-            s = self.head_schematic.get((tp.head.pred, ht))
-            if s is not None:
-                s.discard(a)
-                if not s:
-                    del self.head_schematic[(tp.head.pred, ht)]
+                if not s and index is not self.expiry:
+                    del index[key]
 
     def is_definite(self, a: Answer) -> bool:
         return len(a.ev) == len(self.templates[a.tid].lits)
 
     # ------------------------------------------------------------------ step 1: local mgus
-
-    def _valid_times(self, tp: ETemplate, b: Binding) -> bool:
-        """No instantiated time term is negative (002 Example 13: invalid timestamps)."""
-        _, ht = tp.head.instantiate(b)
-        if ht is not None and ht < 0:
-            return False
-        for lp in tp.lits:
-            if lp.tvar is not None and b[lp.tvar] is not None and b[lp.tvar] + lp.toff < 0:
-                return False
-        for v, k in tp.time_min:
-            if b[v] is not None and b[v] < k:
-                return False
-        return True
 
     def local_mgus(self, tp: ETemplate, b: Binding, ev: frozenset, order: list[int],
                    lookup, present) -> list[tuple[Binding, frozenset]]:
@@ -248,18 +197,61 @@ class Engine:
         go(0, b)
         return list(out.items())
 
-    def _finish(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int):
+    def _pristine_survives(self, tp: ETemplate, a: Answer, tau: int, in_slice) -> bool:
+        """Step 1(b) with σ = ∅ for a pristine answer: it stays unchanged unless one of its
+        ground positive hypotheses arrived now (1(a) makes the evolved answer) or expired."""
+        for i in tp.pos:
+            args, t = tp.lits[i].instantiate(a.b)
+            if t is None:
+                continue
+            if None not in args and in_slice(tp.lits[i].pred, args, t):
+                return False
+            if t + self.delta(tp.lits[i].pred, args) <= tau:
+                return False
+        return True
+
+    def _inspect(self, tp: ETemplate, b: Binding, ev: frozenset, insts=None):
+        """Instantiate every literal once: (expiry, literal instances, head args, head
+        time), or None if some timestamp is invalid (negative, or below a pre-processing
+        bound — 002 Example 13's "invalid timestamps")."""
+        hargs, ht = tp.head.instantiate(b)
+        if ht is not None and ht < 0:
+            return None
+        for v, k in tp.time_min:
+            if b[v] is not None and b[v] < k:
+                return None
+        if insts is None:
+            insts = [lp.instantiate(b) for lp in tp.lits]
+        exp = None
+        delta = self.delta
+        lits = tp.lits
+        for i, (args, t) in enumerate(insts):
+            if t is None:
+                continue
+            if t < 0:
+                return None
+            if i in ev or not lits[i].positive:
+                continue
+            e = t + delta(lits[i].pred, args)
+            if exp is None or e < exp:
+                exp = e
+        return exp, insts, hargs, ht
+
+    def _finish(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
+                insts=None):
         """Build an answer from a local mgu if its remaining positive hypotheses are all
         potentially future w.r.t. τ (step 1) and its timestamps valid; else None."""
-        if not self._valid_times(tp, b):
+        info = self._inspect(tp, b, ev, insts)
+        if info is None:
             return None
-        ng2 = reduce_nogoods(ng, b)
+        if info[0] is not None and info[0] <= tau:
+            return None
+        ng2 = reduce_nogoods(ng, b) if ng else ng
         if ng2 is None:
             return None
-        exp = self.expiry_of(tp, b, ev)
-        if exp is not None and exp <= tau:
-            return None
-        return Answer(tp.tid, b, ev, ng2)
+        a = Answer(tp.tid, b, ev, ng2)
+        self._info[a] = info
+        return a
 
     # ------------------------------------------------------------------ the tick
 
@@ -314,8 +306,16 @@ class Engine:
         for a in list(touched):
             if a not in self.answers:
                 continue
-            self.remove(a)
             tp = self.templates[a.tid]
+            if not a.ev and a.ng == tp.nogoods:
+                # A pristine pending answer (e.g. from step 2) is an instance of its template:
+                # its specialisations by D|τ are exactly local mgus that step 1(a) generates
+                # below, so here it is only kept (σ = ∅) or dropped.
+                if self._pristine_survives(tp, a, tau, in_slice):
+                    continue
+                self.remove(a)
+                continue
+            self.remove(a)
             order = [i for i in tp.pos if i not in a.ev]
             for b, ev in self.local_mgus(tp, a.b, a.ev, order, look_slice, in_both):
                 na = self._finish(tp, b, ev, a.ng, tau)
@@ -323,9 +323,20 @@ class Engine:
                     new.add(na)
         # step 1(a): new answers from P_Q seeded by a fact of D|τ (with W for the rest)
         for f in dt:
-            for tp, i in self.by_pred.get(f.pred, ()):
+            for tp, i, full in self.by_pred.get(f.pred, ()):
                 b0 = tp.lits[i].match(tp.empty_binding(), f.args, f.time)
                 if b0 is None:
+                    continue
+                if full:  # the seed binds every variable: the only local mgu is b0
+                    insts = [lp.instantiate(b0) for lp in tp.lits]
+                    ev = {i}
+                    for j in tp.pos:
+                        args, t = insts[j]
+                        if j != i and in_both(tp.lits[j].pred, args, t):
+                            ev.add(j)
+                    na = self._finish(tp, b0, frozenset(ev), tp.nogoods, tau, insts)
+                    if na is not None:
+                        new.add(na)
                     continue
                 order = [j for j in tp.pos if j != i]
                 for b, ev in self.local_mgus(tp, b0, frozenset({i}), order, look_both, in_both):
@@ -334,6 +345,7 @@ class Engine:
                         new.add(na)
         for a in new:
             self.add(a, tau)
+        self._info.clear()
         # step 2: answers for every query at T := τ (so absence later means refutation)
         for tp in self.templates:
             self._step2(tp, tau)

@@ -39,7 +39,7 @@ class LitPattern:
 
     def instantiate(self, b: Binding) -> tuple[tuple, Optional[int]]:
         """Arguments (constant or None) and time (int or None) under binding b."""
-        args = tuple(b[x] if v else x for v, x in self.args)
+        args = tuple([b[x] if v else x for v, x in self.args])
         if self.tvar is None:
             return args, self.toff
         tv = b[self.tvar]
