@@ -13,7 +13,7 @@ from typing import Optional, TextIO
 from .compiler import compile_file, describe_text, dumps
 from .engine import Engine
 from .errors import HypoError, ProgramError
-from .explain import DEFINITE, HYPOTHETICAL, PENDING, Explainer, answer_key, format_atom_answer
+from .explain import DEFINITE, HYPOTHETICAL, Explainer, answer_key, format_atom_answer
 from .stream import Stream, read_stream_file
 
 
@@ -50,6 +50,7 @@ def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pen
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`hypo run`: Algorithm 1 over a stream file, printing every tick's answer set."""
     cp = compile_file(args.program, args.query)
     st = read_stream_file(args.stream, cp)
     eng = Engine(cp, forget=not args.no_forget)
@@ -57,59 +58,72 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ex = Explainer(eng)
     for r in st.rejected:
         print(str(r), file=err)
+    main_q = str(cp.main.atom)
     prev_hyp: dict = {}
-    main = str(cp.main.atom)
-    rejected_late = 0
+    duplicates = 0
     for tau in range(until + 1):
-        facts = [f for f, _ in st.slices.get(tau, ())]
+        entries = st.slices.get(tau, ())
+        facts = [f for f, _ in entries]
         rep = eng.step(facts, tau)
         ex.reset()
+        for f, line in _duplicate_lines(entries, rep.duplicate_facts):
+            print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had already "
+                  f"arrived", file=err)
+        duplicates += rep.duplicates
         objs = answers_at(ex, tau, rep.snapshot, args.all_queries, args.all, args.ground)
+        main_objs = answers_at(ex, tau, rep.snapshot, False, True, False)
+        cur = {answer_key(o) for o in main_objs}
+        refuted = [o for k, o in prev_hyp.items() if k not in cur]
+        prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
         if args.format == "jsonl":
             if not objs:
-                out.write(json.dumps({"tick": tau, "query": main, "status": "none"}) + "\n")
+                out.write(json.dumps({"tick": tau, "query": main_q, "status": "none"}) + "\n")
             for o in objs:
                 out.write(json.dumps(o, ensure_ascii=False) + "\n")
         else:
-            _text_tick(out, tau, facts, rep, ex, objs, prev_hyp, main)
-        cur_main = {answer_key(o) for o in objs if o["query"] == main}
-        main_objs = answers_at(ex, tau, rep.snapshot, False, True, False)
-        cur_all = {answer_key(o) for o in main_objs}
-        refuted = [o for k, o in prev_hyp.items() if k not in cur_all]
-        prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
-        if args.format == "text" and refuted:
-            for o in refuted:
-                out.write(f"  refuted       {format_atom_answer(o)}\n")
-        del cur_main
-    n = len(st.rejected) + rejected_late
-    summary = (f"processed ticks 0..{until}: {sum(len(v) for v in st.slices.values())} facts "
-               f"accepted, {n} rejected")
-    print(summary, file=err)
-    return 1 if n else 0
+            new_def = {answer_key(ex.render(a, tau)) for a in rep.new_definite}
+            _text_tick(out, tau, facts, objs, new_def, refuted, main_q)
+    accepted = sum(len(v) for v in st.slices.values()) - duplicates
+    print(f"processed ticks 0..{until}: {accepted} facts accepted, {duplicates} duplicates "
+          f"ignored, {len(st.rejected)} rejected", file=err)
+    return 1 if st.rejected else 0
 
 
-def _text_tick(out, tau, facts, rep, ex, objs, prev_hyp, main) -> None:
+def _duplicate_lines(entries, dups):
+    """Pair each duplicate fact with its input line: the last occurrences are the repeats."""
+    occ: dict = {}
+    for f, no in entries:
+        occ.setdefault(f, []).append(no)
+    out = []
+    for f in dict.fromkeys(dups):
+        n = dups.count(f)
+        out.extend((f, no) for no in occ.get(f, [0])[-n:])
+    return sorted(out, key=lambda x: x[1])
+
+
+def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
+    """The people-facing view of one tick: new definite answers, hypothetical answers with
+    what they wait for and until when, and what was refuted."""
     shown = ", ".join(str(f) for f in facts[:6]) + (" …" if len(facts) > 6 else "")
     out.write(f"tick {tau}: {len(facts)} fact(s){': ' + shown if facts else ''}\n")
-    new_def_keys = set()
-    for a in rep.new_definite:
-        new_def_keys.add(answer_key(ex.render(a, tau)))
-    for o in objs:
-        if o["query"] != main and o["status"] != DEFINITE:
-            pass
-        label = o["status"]
+    rank = {DEFINITE: 0, HYPOTHETICAL: 1}
+    for o in sorted(objs, key=lambda o: rank.get(o["status"], 2)):
         atom = format_atom_answer(o)
+        q = "" if o["query"] == main_q else f"[{o['query']}] "
         if o["status"] == DEFINITE:
-            tag = "definite" + (" (new)" if answer_key(o) in new_def_keys else "")
+            tag = "definite" if answer_key(o) in new_def else "definite (kept)"
             because = "; ".join(o["evidence"]) or "no premises"
-            out.write(f"  {tag:<14}{atom}   because {because}\n")
+            out.write(f"  {tag:<15} {q}{atom}  because {because}\n")
         elif o["status"] == HYPOTHETICAL:
-            until = o["deadline"]
-            when = f"decided by tick {until}" if until is not None else "no deadline (unbounded wait)"
-            out.write(f"  hypothetical  {atom}   if {'; '.join(o['hypotheses'])}   "
+            d = o["deadline"]
+            when = f"decided by tick {d}" if d is not None else "no deadline (unbounded wait)"
+            out.write(f"  {'hypothetical':<15} {q}{atom}  if {'; '.join(o['hypotheses'])}  "
                       f"[{when}; evidence: {'; '.join(o['evidence'])}]\n")
         else:
-            out.write(f"  {label:<14}{atom}   needs {'; '.join(o['hypotheses'])}\n")
+            out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}\n")
+    for o in refuted:
+        out.write(f"  {'refuted':<15} {format_atom_answer(o)}  (was: if "
+                  f"{'; '.join(o['hypotheses'])})\n")
 
 
 def check(args: argparse.Namespace, out: TextIO) -> int:

@@ -46,7 +46,7 @@ class TickReport:
     tick: int
     accepted: int = 0
     duplicates: int = 0
-    rejected: list = field(default_factory=list)
+    duplicate_facts: list = field(default_factory=list)  # facts of D|τ that had already arrived
     snapshot: list = field(default_factory=list)  # Answers of S_τ (before forgetting)
     new_definite: list = field(default_factory=list)  # main-query Answers definite this tick
     state_size: int = 0
@@ -268,6 +268,7 @@ class Engine:
         for f in facts:
             if f.args in slice_[(f.pred, f.time)] or f.args in self.window.get((f.pred, f.time), ()):
                 rep.duplicates += 1
+                rep.duplicate_facts.append(f)
                 continue
             slice_[(f.pred, f.time)].add(f.args)
             slice_p[f.pred].append((f.args, f.time))

@@ -1,0 +1,109 @@
+"""`hypo run` / `hypo check` contract: output formats, stream validation, exit codes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reasoning.cli import main
+from tests.helpers import EXAMPLES, ROOT
+
+TDL = str(EXAMPLES / "wind_turbines.tdl")
+STREAM = str(EXAMPLES / "wind_turbines.jsonl")
+
+
+def run(argv, capsys):
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_issue_example_line_with_ground(capsys):
+    rc, out, _ = run(["run", TDL, "--stream", STREAM, "--format", "jsonl", "--ground"], capsys)
+    assert rc == 0
+    want = {"tick": 3, "query": "OK(X, T)", "status": "definite",
+            "substitution": {"X": "wt3", "T": 1}, "excluded": {},
+            "evidence": ["not Shdn(wt3, 2)"], "hypotheses": [], "deadline": None}
+    assert want in [json.loads(l) for l in out.splitlines()]
+
+
+def test_every_tick_appears_and_until(capsys):
+    rc, out, _ = run(["run", TDL, "--stream", STREAM, "--format", "jsonl", "--until", "10"], capsys)
+    ticks = {json.loads(l)["tick"] for l in out.splitlines()}
+    assert ticks == set(range(11))
+    assert {"tick": 0, "query": "OK(X, T)", "status": "none"} in [json.loads(l) for l in out.splitlines()]
+
+
+def test_all_queries_and_pending(capsys):
+    _, out, _ = run(["run", TDL, "--stream", STREAM, "--format", "jsonl", "--until", "3",
+                     "--all-queries", "--all"], capsys)
+    objs = [json.loads(l) for l in out.splitlines()]
+    assert any(o["query"] == "Shdn(X, T)" and o["status"] == "hypothetical" for o in objs)
+    assert any(o["status"] == "pending" for o in objs)
+    hyp = [o for o in objs if o["status"] == "hypothetical"]
+    assert all(o["deadline"] is not None and o["evidence"] for o in hyp)
+
+
+def test_text_format_shows_hypotheses_deadlines_and_refutations(capsys):
+    rc, out, err = run(["run", TDL, "--stream", STREAM, "--query", "Shdn(X, T)"], capsys)
+    assert rc == 0
+    assert "hypothetical    Shdn(wt2, 2)  if Hot(wt2, 1); Hot(wt2, 2)  [decided by tick 5" in out
+    assert "refuted         Shdn(wt2, 2)" in out
+    assert "definite        Shdn(wt1, 2)  because Hot(wt1, 0); Hot(wt1, 1); Hot(wt1, 2)" in out
+    assert "5 facts accepted, 0 duplicates ignored, 0 rejected" in err
+
+
+BAD_LINES = [
+    ('{"tick": 0, "fact": "Hot(wt1, 0)"}', None),
+    ('{"tick": 0, "fact": "Hot(wt1, 0)"}', "duplicate"),
+    ('{"tick": 1, "fact": "Hot(wt1 1)"}', "expected one of"),
+    ("not json at all", "invalid JSON"),
+    ('{"tick": 1}', 'expected an object with "tick" and "fact"'),
+    ('{"tick": -1, "fact": "Hot(wt1, 0)"}', "natural number"),
+    ('{"tick": true, "fact": "Hot(wt1, 0)"}', "natural number"),
+    ('{"tick": 1, "fact": 5}', '"fact" must be a string'),
+    ('{"tick": 1, "fact": "Cold(wt1, 1)"}', "unknown predicate Cold"),
+    ('{"tick": 1, "fact": "Shdn(wt1, 1)"}', "IDB"),
+    ('{"tick": 1, "fact": "Hot(wt1, x, 1)"}', "takes 2 arguments, got 3"),
+    ('{"tick": 1, "fact": "Hot(wt1, 5)"}', "after its arrival tick"),
+    ('{"tick": 9, "fact": "Hot(wt1, 1)"}', "late"),
+    ('{"tick": 1, "fact": "Hot(X, 1)"}', "ground"),
+    ('{"tick": 1, "fact": "' + "x" * 70000 + '"}', "longer than"),
+    ('\udcff\udcfe garbage', "invalid JSON"),
+]
+
+
+def test_bad_stream_lines_are_reported_with_reasons(tmp_path, capsys):
+    p = tmp_path / "bad.jsonl"
+    p.write_text("\n".join(l for l, _ in BAD_LINES) + "\n", encoding="utf-8", errors="surrogateescape")
+    rc, out, err = run(["run", TDL, "--stream", str(p), "--format", "jsonl"], capsys)
+    assert rc == 1
+    lines = err.splitlines()
+    for no, (_, reason) in enumerate(BAD_LINES, 1):
+        if reason is None:
+            continue
+        hit = [l for l in lines if l.startswith(f"{p}:{no}:")]
+        assert hit and reason in hit[0], (no, reason, hit)
+    assert "1 facts accepted, 1 duplicates ignored, 14 rejected" in lines[-1]
+
+
+def test_program_errors_exit_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.tdl"
+    bad.write_text("#query OK(X, T).\nOK(X, T) :- Hot(X, T\n")
+    for argv in (["check", str(bad)], ["run", str(bad), "--stream", STREAM],
+                 ["check", str(tmp_path / "missing.tdl")],
+                 ["run", TDL, "--stream", str(tmp_path / "missing.jsonl")]):
+        p = subprocess.run([sys.executable, "-m", "reasoning.cli", *argv], cwd=ROOT,
+                           capture_output=True, text=True)
+        assert p.returncode == 2, (argv, p.stderr)
+        assert "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "check", str(bad)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert f"{bad}:2:21: error: unexpected end of input" in p.stderr and "^" in p.stderr
+
+
+def test_query_override_error_points_at_argument(capsys):
+    rc, _, err = run(["check", TDL, "--query", "Hot(X, T)"], capsys)
+    assert rc == 2 and "Hot" in err
