@@ -25,9 +25,11 @@ def _offset(k: int) -> str:
 
 
 @st.composite
-def programs(draw, negation: bool = True, n_idb: int = 3):
-    """Layered IDB predicates P1..Pn over EDB E1, E2; X in every atom (keyed, connected)."""
+def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True):
+    """Layered IDB predicates P1..Pn over EDB E1, E2 (and J(X, Y, T), rigid R/1, constants);
+    X in every atom but the extras."""
     lines = []
+    uses_j = uses_r = False
     delays = {}
     for e in EDB:
         d = draw(st.integers(0, 2))
@@ -52,22 +54,41 @@ def programs(draw, negation: bool = True, n_idb: int = 3):
             if all(neg for _, _, neg in body) and draw(st.booleans()):
                 body[0] = (body[0][0], body[0][1], False)
             has_neg = has_neg or any(neg for _, _, neg in body)
-            lits = ", ".join(("not " if neg else "") + f"{q}(X, {_offset(k)})" for q, k, neg in body)
-            lines.append(f"P{i}(X, {_offset(h)}) :- {lits}.")
+            lits = [("not " if neg else "") + f"{q}(X, {_offset(k)})" for q, k, neg in body]
+            if extras and draw(st.integers(0, 3)) == 0:  # a join through Y (local mgus)
+                k = draw(st.integers(-1, 0))
+                lits.append(f"J(X, Y, {_offset(k)})")
+                if draw(st.booleans()):
+                    lits.append(f"E1(Y, {_offset(draw(st.integers(-1, 0)))})")
+                uses_j = True
+            if extras and draw(st.integers(0, 4)) == 0:  # rigid background knowledge
+                lits.append(("not " if negation and draw(st.booleans()) else "") + "R(X)")
+                uses_r = True
+            if extras and draw(st.integers(0, 5)) == 0:  # a constant argument
+                lits.append(f"E2(b, {_offset(draw(st.integers(-1, 0)))})")
+            lines.append(f"P{i}(X, {_offset(h)}) :- {', '.join(lits)}.")
     lines.insert(0, f"#query P{n_idb}(X, T).")
+    if uses_r:
+        lines.append("#rigid R/1.")
+        lines.append("R(a). R(c).")
+    if uses_j:
+        lines.append(f"#delay J = {draw(st.integers(0, 2))}.")
     rules = "\n".join(l for l in lines if ":-" in l)
-    lines = [l for l in lines if not l.startswith("#delay E") or
+    lines = [l for l in lines if not l.startswith("#delay") or
              f"{l.split()[1].split('(')[0]}(" in rules]
     return "\n".join(lines) + "\n", not has_neg, delays
 
 
 @st.composite
 def cases(draw, negation: bool = True, horizon: int = 5):
-    text, positive, delays = draw(programs(negation=negation))
+    text, positive, delays = draw(programs(negation=negation, extras=draw(st.booleans())))
     per_a = None
+    dj = 0
     for line in text.splitlines():
         if line.startswith("#delay E1(a, T)"):
             per_a = int(line.split("=")[1].strip(" ."))
+        if line.startswith("#delay J ="):
+            dj = int(line.split("=")[1].strip(" ."))
     stream: dict = {}
     all_facts = []
     for t in range(horizon):
@@ -79,4 +100,11 @@ def cases(draw, negation: bool = True, horizon: int = 5):
                     f = Fact(e, (c,), t)
                     stream.setdefault(arrival, []).append(f)
                     all_facts.append(f)
+        if "J(" in text:
+            for c in CONSTS:
+                for c2 in CONSTS:
+                    if draw(st.integers(0, 9)) < 2:
+                        f = Fact("J", (c, c2), t)
+                        stream.setdefault(t + draw(st.integers(0, dj)), []).append(f)
+                        all_facts.append(f)
     return Case(text, positive, stream, all_facts, horizon)
