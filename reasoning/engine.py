@@ -87,6 +87,13 @@ class Engine:
                     {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set())
                 full = seeded >= set(range(len(tp.names)))
                 self.by_pred[tp.lits[i].pred].append((tp, i, full))
+        self.full_seeds = [
+            bool(tp.pos) and all(full for t2, _, full in self.by_pred[tp.lits[tp.pos[0]].pred]
+                                 if t2.tid == tp.tid)
+            and all(all(f for t2, j, f in self.by_pred[tp.lits[i].pred] if t2.tid == tp.tid)
+                    for i in tp.pos)
+            for tp in self.templates
+        ]
         self.retention = self._retention()
         self._delay_cache: dict = {}
 
@@ -197,6 +204,22 @@ class Engine:
         go(0, b)
         return list(out.items())
 
+    def _regenerated_by_1a(self, a: Answer, in_both) -> bool:
+        """True if a's step-1(b) update equals a step-1(a) candidate seeded by a fact of D|τ:
+        a is ground, every template seed binds all its variables, its evidence is positive
+        and still in W ∪ D|τ, and it carries only the template's nogoods."""
+        tp = self.templates[a.tid]
+        if not self.full_seeds[a.tid] or a.ng != tp.nogoods or None in a.b:
+            return False
+        for i in a.ev:
+            lp = tp.lits[i]
+            if not lp.positive:
+                return False
+            args, t = lp.instantiate(a.b)
+            if not in_both(lp.pred, args, t):
+                return False
+        return True
+
     def _pristine_survives(self, tp: ETemplate, a: Answer, tau: int, in_slice) -> bool:
         """Step 1(b) with σ = ∅ for a pristine answer: it stays unchanged unless one of its
         ground positive hypotheses arrived now (1(a) makes the evolved answer) or expired."""
@@ -299,11 +322,21 @@ class Engine:
 
         # step 1(b): answers of S_{τ-1} touched by D|τ or whose hypotheses expire now
         touched: set[Answer] = set()
+        hit_ground: set[Answer] = set()
         for f in dt:
-            touched |= self.wake_ground.get((f.pred, f.args, f.time), set())
+            hit_ground |= self.wake_ground.get((f.pred, f.args, f.time), set())
             touched |= self.wake_pt.get((f.pred, f.time), set())
             touched |= self.wake_p.get(f.pred, set())
-        touched |= self.expiry.pop(tau, set())
+        for a in self.expiry.pop(tau, set()):
+            if a not in hit_ground and a not in touched:
+                # a positive hypothesis is no longer potentially future and no fact of D|τ
+                # matches any hypothesis: the only local mgu is ∅, and it fails step 1(b)
+                self.remove(a)
+        for a in list(hit_ground):
+            if a not in touched and self._regenerated_by_1a(a, in_both):
+                self.remove(a)  # step 1(a) below rebuilds its evolution from the new fact
+            else:
+                touched.add(a)
         for a in list(touched):
             if a not in self.answers:
                 continue
