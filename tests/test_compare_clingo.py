@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ from reasoning.syntax import Atom, Const, Time
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
 
@@ -130,7 +131,7 @@ def test_translation_of_the_wind_turbines():
     cp = compile_file(str(EX / "wind_turbines.tdl"))
     cl = ClingoProgram(cp)
     text = cl.text([fact_text(Fact("Hot", ("wt1",), 0))], 0, 3)
-    assert "t_OK(VX,VT-1) :- dom(VX), time(VT), VT-1 >= 0, not t_Shdn(VX,VT)." in text
+    assert "t_OK(VX,VT-1) :- dom(VX), time(VT-1), not t_Shdn(VX,VT)." in text
     assert "t_Shdn(VX,VT+1) :- t_Cool(VX,VT), t_Flag(VX,VT+1)." in text
     assert 'dom("wt3").' in text and "dom(V) :- t_Hot(V,_)." in text
     assert "time(0..3)." in text and 't_Hot("wt1",0).' in text
@@ -165,12 +166,19 @@ def test_constants_are_quoted_and_mapped_back():
     got = set(cl.closed_world(facts, 0).answers)
     assert got == {(("T", 0), ("X", c)) for c in WEIRD if c != "wt1"}
     assert quote('a"b\\c') == '"a\\"b\\\\c"'
-    # the same constants through the stream parser and `hypo run`
     ref = ref_answers(cp.program, cp.main.atom,
                       [Atom(f.pred, tuple(Const(a) for a in f.args), Time(None, f.time))
                        for f in facts], 3)
     assert got == {k for k in ref if dict(k)["T"] == 0}
 
+
+def test_constants_through_hypo_run(tmp_path):
+    text = '#query P(X, T).\n#domain "a b".\nP(X, T) :- E(X, T), not N(X, T).\n'
+    (tmp_path / "p.tdl").write_text(text)
+    cp = compile_program(text)
+    stream = {0: [Fact("E", (c,), 0) for c in WEIRD] + [Fact("N", ("wt1",), 0)],
+              1: [Fact("E", (c,), 1) for c in WEIRD[:3]]}
+    check_against_clingo(tmp_path, cp, tmp_path / "p.tdl", stream)
 
 # ------------------------------------------------------------------------------ examples
 
@@ -224,9 +232,9 @@ def test_constant_outside_domain_is_covered_by_schematic_answers():
     so_far: set = set()
     for tau in range(12):
         so_far |= ours.step(facts.get(tau, []), tau)[1]
-    final = cl.closed_world(history(facts, 12), 12).answers
-    win = {k for k, t in final.items() if t <= 12 - 1 - 3}
-    assert {k for k in so_far if final.get(k, 99) <= 8} == win
+    final = cl.closed_world(history(facts, 12), 20).answers
+    assert so_far <= set(final)
+    assert {k for k in so_far if final[k] <= 8} == {k for k, t in final.items() if t <= 8}
     assert (("T", 1), ("X", "wt4")) not in so_far and (("T", 0), ("X", "wt4")) in so_far
 
 
@@ -240,8 +248,8 @@ def _offset(k: int, var: str = "T") -> str:
 @st.composite
 def programs(draw, negation: bool):
     """Layered nonrecursive programs over E1/1, E2/2 (+ a rigid R/1), with constants, heads
-    of arity 0..2, variables only under negation, and (positive only) a second time
-    variable."""
+    of arity 0..2, variables only under negation (occurring in the head), all-negative
+    bodies, and (positive only) a second time variable."""
     edb = {"E1": 1, "E2": 2}
     lines = ["#domain a, b, c."]
     for e in edb:
@@ -259,25 +267,42 @@ def programs(draw, negation: bool):
         lower = list(edb) + [f"P{j}" for j in range(1, i)]
         ar = {**edb, **arity}
         for _ in range(draw(st.integers(1, 2))):
-            body = []
+            body = []  # (negative, predicate, object args, time term)
             for k in range(draw(st.integers(1, 3))):
                 q = draw(st.sampled_from(lower))
                 args = [draw(st.sampled_from(["X", "X", "Y", "a", "b"])) for _ in range(ar[q])]
-                tv = "T"
+                tv, off = "T", draw(st.integers(-1, 1))
                 if k > 0 and not negation and draw(st.integers(0, 5)) == 0:
-                    tv = "S"
-                tm = _offset(draw(st.integers(-1, 1)), tv)
+                    # a second time variable; S+1 could take S = -1, which the engine does
+                    # not (test_body_only_time_variable_may_be_negative)
+                    tv, off = "S", draw(st.integers(-1, 0))
+                tm = _offset(off, tv)
                 neg = negation and k > 0 and draw(st.integers(0, 2)) == 0
                 if negation and k == 0 and draw(st.integers(0, 5)) == 0:
                     neg = True  # all-negative bodies: variables only under negation
-                body.append(("not " if neg else "") + f"{q}({', '.join(args + [tm])})")
+                body.append((neg, q, args, tm))
             if rigid and draw(st.integers(0, 3)) == 0:
-                body.append(("not " if negation and draw(st.booleans()) else "") + "R(X)")
-            bvars = sorted({v for lit in body for v in ("X", "Y") if f"{v}," in lit
-                            or f"{v})" in lit or f"({v}" in lit})
-            hargs = [draw(st.sampled_from(bvars + ["a"])) for _ in range(arity[name])]
+                body.append((negation and draw(st.booleans()), "R", ["X"], None))
+            pos_vars = {v for neg, _, args, _ in body if not neg for v in args if v.isupper()}
+            neg_only = sorted({v for neg, _, args, _ in body if neg for v in args
+                               if v.isupper()} - pos_vars)
+            # A variable only under negation must occur in the head (like X in OK(X, T-1)
+            # :- not Shdn(X, T)); an existential one (`P(T) :- not E(X, T)`) is outside
+            # what the engine and the active-domain semantics agree on (see
+            # test_existential_variable_under_negation): make it a constant instead.
+            keep = neg_only[:arity[name]]
+            body = [(neg, q, [("b" if v in neg_only and v not in keep else v) for v in args], tm)
+                    for neg, q, args, tm in body]
+            bvars = sorted(pos_vars | set(keep))
+            hargs = keep + [draw(st.sampled_from(bvars + ["a"]))
+                            for _ in range(arity[name] - len(keep))]
+            hargs = draw(st.permutations(hargs))
             hoff = draw(st.integers(-1, 1))
-            lines.append(f"{name}({', '.join(hargs + [_offset(hoff)])}) :- {', '.join(body)}.")
+            lits = [("not " if neg else "") + (f"{q}({', '.join(args + [tm])})" if tm else
+                                               f"{q}({', '.join(args)})")
+                    for neg, q, args, tm in body]
+            lines.append(f"{name}({', '.join(list(hargs) + [_offset(hoff)])}) :- "
+                         f"{', '.join(lits)}.")
     top = f"P{n_idb}"
     qargs = [f"Q{j}" for j in range(arity[top])]
     lines.insert(0, f"#query {top}({', '.join(qargs + ['T'])}).")
@@ -346,8 +371,11 @@ def test_baselines_are_sound_and_complete(text, seed):
     final = cl.closed_world(history(stream, until), until + 5).answers
     rec, wm = Recompute(cl, maxd), Watermark(cl, maxd)
     released: dict = {}
+    rep: set = set()
     for tau in range(until + 1):
-        rep, _ = rec.step(stream.get(tau, []), tau)
+        new, _ = rec.step(stream.get(tau, []), tau)
+        assert not new & rep
+        rep |= new
         assert rep <= set(final)
         new, _ = wm.step(stream.get(tau, []), tau)
         for k in new:
@@ -365,3 +393,43 @@ def test_benchmark_smoke(tmp_path):
 
     res = compare.run(devices=4, ticks=40, seed=1, out=tmp_path, plot=False, quiet=True)
     assert res["agree"]
+
+
+# ------------------------------------------------------------------------------ findings
+
+
+@pytest.mark.xfail(reason="engine: a variable only under negation and in no head ranges over "
+                   "an open domain (P(0) 'for X ∉ {a}' refutes not P(0)), clingo and the "
+                   "reference evaluator over the active domain {a}", strict=False)
+def test_existential_variable_under_negation(tmp_path):
+    text = "#query Q(T).\n#domain a.\n#delay E = 0.\nP(T) :- not E(X, T).\nQ(T) :- not P(T).\n"
+    (tmp_path / "p.tdl").write_text(text)
+    cp = compile_program(text)
+    stream = {0: [Fact("E", ("a",), 0)]}
+    assert ref_answers(cp.program, cp.main.atom, [Atom("E", (Const("a"),), Time(None, 0))],
+                       4, cp.domain) == {(("T", 0),)}
+    check_against_clingo(tmp_path, cp, tmp_path / "p.tdl", stream)
+
+
+@pytest.mark.xfail(reason="engine: KeyError in compile_template for a nogood on a variable "
+                   "that occurs only in a negated rigid atom", raises=KeyError, strict=False)
+def test_existential_variable_under_negated_rigid(tmp_path):
+    text = "#query P(T).\n#rigid R/1.\nR(a).\nP(T) :- E(T), not R(X).\n"
+    (tmp_path / "p.tdl").write_text(text)
+    cp = compile_program(text)
+    from reasoning.engine import Engine
+
+    Engine(cp)
+
+
+@pytest.mark.xfail(reason="engine: LitPattern.match refuses a negative value for a time "
+                   "variable (S = -1 in E(a, S+1) = E(a, 0)); the reference evaluator and "
+                   "clingo allow it since only time terms must be natural", strict=False)
+def test_body_only_time_variable_may_be_negative(tmp_path):
+    text = "#query P(T).\n#delay E = 0.\nP(T) :- E(X, T), E(X, S+1).\n"
+    (tmp_path / "p.tdl").write_text(text)
+    cp = compile_program(text)
+    stream = {0: [Fact("E", ("a",), 0)]}
+    assert ref_answers(cp.program, cp.main.atom, [Atom("E", (Const("a"),), Time(None, 0))],
+                       4, cp.domain) == {(("T", 0),)}
+    check_against_clingo(tmp_path, cp, tmp_path / "p.tdl", stream)
