@@ -285,8 +285,20 @@ class ClingoProgram:
 
     # -------------------------------------------------------------- text and solving
 
+    def show_text(self, show: Optional[tuple[Optional[int], Optional[int]]]) -> str:
+        """`#show` of the query predicate, restricted to times in `show` = (lo, hi)."""
+        q = self.query
+        if show is None or q.time is None:
+            return self.show
+        n = len(q.args)
+        vs = [f"V{i}" for i in range(n)] + ["VT"]
+        atom = f"{pred_name(q.pred, False)}({','.join(vs)})"
+        cond = [atom] + ([f"VT >= {show[0]}"] if show[0] is not None else []) + \
+            ([f"VT <= {show[1]}"] if show[1] is not None else [])
+        return f"#show.\n#show {atom} : {', '.join(cond)}."
+
     def text(self, facts_text: Iterable[str], time_lo: int, time_hi: int,
-             domain: Iterable[str] = ()) -> str:
+             domain: Iterable[str] = (), show=None) -> str:
         """The complete clingo program."""
         out = list(self.rules_text)
         if self.needs_dom:
@@ -294,7 +306,7 @@ class ClingoProgram:
             out += [f"dom({quote(c)})." for c in consts] + self.dom_rules
         if self.needs_time and time_hi >= time_lo:
             out.append(f"time({time_lo}..{time_hi}).")
-        out.append(self.show)
+        out.append(self.show_text(show))
         out.extend(facts_text)
         return "\n".join(out) + "\n"
 
@@ -322,10 +334,12 @@ class ClingoProgram:
         return tuple(sorted(b.items())), t
 
     def solve(self, facts_text: list[str], time_lo: int = 0, time_hi: int = -1,
-              domain: Iterable[str] = ()) -> Stats:
-        """Ground and solve; all query answers (key -> time) of the unique stable model."""
+              domain: Iterable[str] = (), show=None) -> Stats:
+        """Ground and solve; the query answers (key -> time) of the unique stable model
+        (only those with time in `show` = (lo, hi) if given: converting every symbol to
+        Python would dominate the baselines' time)."""
         t0 = clock.perf_counter()
-        text = self.text(facts_text, time_lo, time_hi, domain)
+        text = self.text(facts_text, time_lo, time_hi, domain, show)
         ctl = clingo.Control(["--warn=none"])
         ctl.add("base", [], text)
         ctl.ground([("base", [])])
@@ -378,18 +392,30 @@ class Recompute:
         self.maxd = maxd
         self.domain = tuple(domain)
         self.facts: list[str] = []
+        self.reported: set = set()
+        self.done = -1  # with negation: answers with time <= done are reported
         if not cl.positive and cl.need is None:
             raise ValueError("recompute baseline with negation needs a bounded look-ahead")
 
     def step(self, facts: Iterable[Fact], tau: int) -> tuple[frozenset, Stats]:
-        """(answers reported as final at τ, clingo statistics)."""
+        """(answers newly reported as final at τ, clingo statistics).
+
+        The whole model over D_τ is computed; only the answers that can be new are
+        converted to Python: a fact arriving at τ has time >= τ - max δ, so it changes no
+        answer with time < τ - max δ - need(Q)."""
         self.facts.extend(fact_text(f) for f in facts)
-        if self.cl.positive:
-            st = self.cl.closed_world_text(self.facts, None, self.domain)
-            return frozenset(st.answers), st
-        st = self.cl.closed_world_text(self.facts, tau, self.domain)
-        stable = tau - self.maxd - self.cl.need
-        return frozenset(k for k, t in st.answers.items() if t is None or t <= stable), st
+        cl = self.cl
+        if cl.positive:
+            lo = None if cl.need is None else tau - self.maxd - cl.need
+            st = cl.solve(self.facts, 0, -1, self.domain, show=(lo, None))
+        else:
+            stable = tau - self.maxd - cl.need
+            st = cl.solve(self.facts, 0, tau + cl.margin, self.domain,
+                          show=(self.done + 1, stable))
+            self.done = max(self.done, stable)
+        new = frozenset(k for k in st.answers if k not in self.reported)
+        self.reported |= new
+        return new, st
 
 
 class Watermark:
@@ -421,7 +447,8 @@ class Watermark:
             return frozenset(), None
         lo = max(0, cut - self.cl.back) if self.window else 0
         released = [s for t in range(lo, w + 1) for s in self.by_time.get(t, ())]
-        st = self.cl.solve(released, lo, w, self.domain)
+        st = self.cl.solve(released, lo, w, self.domain,
+                           show=None if cut is None else (None, cut))
         out = set()
         for k, t in st.answers.items():
             if k in self.reported:
