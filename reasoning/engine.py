@@ -413,10 +413,7 @@ class Engine:
             if h.toff != tau:
                 return
         else:
-            v = tau - h.toff
-            if v < 0:
-                return
-            b[h.tvar] = v
+            b[h.tvar] = tau - h.toff  # the variable may be negative, the head time is τ
         b = tuple(b)
         a = self._finish(tp, b, frozenset(), tp.nogoods, tau)
         if a is not None:

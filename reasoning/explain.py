@@ -113,8 +113,9 @@ class Explainer:
         b = a.b
         if ground:
             b = tuple(ground.get(i, v) for i, v in enumerate(b))
-        ev = sorted(tp.lits[i].render(b, tp.names) for i in a.ev)
-        hy = sorted(tp.lits[i].render(b, tp.names) for i in range(len(tp.lits)) if i not in a.ev)
+        ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
+        hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
+                     if i not in a.ev} - set(ev))
         st = status(eng, a)
         excluded: dict[str, list] = {}
         combos = []

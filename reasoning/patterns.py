@@ -63,9 +63,7 @@ class LitPattern:
             if self.toff != t:
                 return None
         else:
-            val = t - self.toff
-            if val < 0:
-                return None
+            val = t - self.toff  # may be negative: only time terms must be natural
             cur = b[self.tvar] if nb is None else nb[self.tvar]
             if cur is None:
                 if nb is None:

@@ -121,15 +121,11 @@ def unify_atoms(g: Atom, h: Atom, s: Subst, prefer: set[str]) -> Optional[Subst]
             else:
                 s[x.var] = Time(y.var, y.offset - x.offset)
         elif x.var is not None:
-            v = y.offset - x.offset
-            if v < 0:
-                return None  # time variables range over ℕ
-            s[x.var] = Time(None, v)
+            # a variable may take a negative value; every time term must be natural, which
+            # _finish checks on the instantiated literals and intermediate atoms
+            s[x.var] = Time(None, y.offset - x.offset)
         else:
-            v = x.offset - y.offset
-            if v < 0:
-                return None
-            s[y.var] = Time(None, v)  # type: ignore[index]
+            s[y.var] = Time(None, x.offset - y.offset)  # type: ignore[index]
     return s
 
 
@@ -345,6 +341,12 @@ class Preprocessor:
         pos = {l.atom for l in lits if l.positive}
         if any((not l.positive) and l.atom in pos for l in lits):
             return None  # inconsistent hypotheses
+        occurring = set(head.variables())
+        for l in lits:
+            occurring.update(l.atom.variables())
+        # a nogood on a variable occurring only in the negated rigid atom can always be
+        # avoided in an open domain (∃X ¬R(X)): it constrains nothing
+        nogoods = [n for n in nogoods if all(v in occurring for v, _ in n)]
         implied: dict[str, int] = {}
         for a in [head] + [l.atom for l in lits]:
             if a.time is not None and a.time.var is not None:

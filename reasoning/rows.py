@@ -47,9 +47,9 @@ def answer_row(eng: Engine, a: Answer, tick: int, key: Optional[str] = None) -> 
         "query": str(tp.query.atom),
         "status": status(eng, a),
         "substitution": json.dumps(tp.answer(a.b), sort_keys=True),
-        "evidence": sorted(tp.lits[i].render(a.b, tp.names) for i in a.ev),
-        "hypotheses": sorted(tp.lits[i].render(a.b, tp.names)
-                             for i in range(len(tp.lits)) if i not in a.ev),
+        "evidence": sorted({tp.lits[i].render(a.b, tp.names) for i in a.ev}),
+        "hypotheses": sorted({tp.lits[i].render(a.b, tp.names)
+                              for i in range(len(tp.lits)) if i not in a.ev}),
         "pred": None,
         "args": None,
         "time": None,
