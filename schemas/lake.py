@@ -1,0 +1,57 @@
+"""Schemas of the lake tables (single source: schemas/lake.json; the state table's columns
+come from reasoning.rows.STATE_COLUMNS), as pyarrow schemas and Spark DDL strings."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pyarrow as pa
+
+from reasoning.rows import STATE_COLUMNS
+
+TABLES = ("facts", "quarantine", "state", "answers", "dq", "ticks")
+
+_ARROW = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "boolean": pa.bool_(),
+    "double": pa.float64(),
+    "array<string>": pa.list_(pa.field("element", pa.string())),
+    "array<long>": pa.list_(pa.field("element", pa.int64())),
+}
+
+
+@lru_cache(maxsize=None)
+def spec() -> dict:
+    return json.loads((Path(__file__).with_name("lake.json")).read_text(encoding="utf-8"))
+
+
+def columns(table: str) -> list[tuple[str, str]]:
+    """(name, type) of every column of `table`, partition columns included."""
+    cols = spec()["tables"][table]["columns"]
+    if cols == "reasoning.rows.STATE_COLUMNS":
+        return list(STATE_COLUMNS.items())
+    return [(c[0], c[1]) for c in cols]
+
+
+def partition_by(table: str) -> list[str]:
+    return list(spec()["tables"][table]["partition_by"])
+
+
+def arrow_schema(table: str, with_partitions: bool = True) -> pa.Schema:
+    parts = set(partition_by(table))
+    return pa.schema([pa.field(n, _ARROW[t]) for n, t in columns(table)
+                      if with_partitions or n not in parts])
+
+
+def spark_ddl(table: str, with_partitions: bool = True) -> str:
+    """`name type, ...` for spark.read.schema / createDataFrame (partition columns are not
+    stored in the data files of a partitioned Delta table)."""
+    parts = set(partition_by(table))
+    return ", ".join(f"`{n}` {t}" for n, t in columns(table) if with_partitions or n not in parts)
+
+
+def column_names(table: str, with_partitions: bool = True) -> list[str]:
+    parts = set(partition_by(table))
+    return [n for n, _ in columns(table) if with_partitions or n not in parts]
