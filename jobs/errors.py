@@ -1,0 +1,33 @@
+"""Errors of the lake jobs the user can act on (printed as one line by `hypo lake`, exit 2)."""
+from __future__ import annotations
+
+from reasoning.errors import HypoError
+
+
+class LakeError(HypoError):
+    """A lake command cannot proceed; the message says why and what to do."""
+
+
+class LakeMissing(LakeError):
+    """No lake (or a table of it) at the given path."""
+
+
+class ProgramMismatch(LakeError):
+    """The lake was initialised with another program (or its stored program was altered)."""
+
+
+class TickOrderError(LakeError):
+    """A tick was requested before its predecessor completed."""
+
+
+class ConcurrentTickError(LakeError):
+    """Another run committed to the lake while this run was computing the same tick."""
+
+
+class InputError(LakeError):
+    """An input file cannot be used at all (missing, unreadable directory, ...)."""
+
+
+class InjectedFault(BaseException):
+    """Raised by the fault-injection hook (HYPO_LAKE_FAULT) to simulate a crash; a
+    BaseException so that no error handler on the way swallows it."""
