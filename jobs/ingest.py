@@ -1,0 +1,308 @@
+"""Reading producer files of a slice: JSONL, CSV and Parquet into fact rows and rejected rows.
+
+Nothing a producer sent is lost: every line/row either becomes a fact row (validated later,
+by the tick job, against the program) or a quarantine row with a reason.  Files are read in
+binary with a bounded line length, so truncated JSON, wrong types, huge lines and binary
+garbage are rows of the quarantine, never exceptions.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from reasoning.compiler import CompiledProgram
+from reasoning.errors import ProgramError
+from reasoning.stream import MAX_LINE, parse_fact_text
+
+from .errors import InputError
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RAW_LIMIT = MAX_LINE
+
+
+@dataclass
+class Parsed:
+    """Columns of the accepted fact rows and the list of rejected rows of one ingest."""
+
+    tick: list = field(default_factory=list)
+    pred: list = field(default_factory=list)
+    args: list = field(default_factory=list)
+    time: list = field(default_factory=list)
+    source: list = field(default_factory=list)
+    line: list = field(default_factory=list)
+    rejected: list = field(default_factory=list)  # dicts with quarantine columns
+    other_ticks: int = 0
+
+    def add(self, tick: int, pred: str, args: tuple, time: int, source: str, line: int) -> None:
+        self.tick.append(tick)
+        self.pred.append(pred)
+        self.args.append(list(args))
+        self.time.append(time)
+        self.source.append(source)
+        self.line.append(line)
+
+    def reject(self, code: str, reason: str, source: str, line: int, raw: str,
+               raw_bytes: Optional[int] = None, tick: Optional[int] = None, pred=None,
+               args=None, time=None) -> None:
+        self.rejected.append({
+            "tick": -1 if tick is None else tick, "stage": "ingest", "reason_code": code,
+            "reason": reason, "source": source, "line": line, "raw": raw[:RAW_LIMIT],
+            "raw_bytes": len(raw.encode("utf-8", "surrogatepass")) if raw_bytes is None
+            else raw_bytes, "pred": pred, "args": None if args is None else list(args),
+            "time": time,
+        })
+
+    def __len__(self) -> int:
+        return len(self.pred)
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def detect_format(path: str) -> str:
+    low = path.lower()
+    if low.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if low.endswith(".csv"):
+        return "csv"
+    if low.endswith((".parquet", ".pq")):
+        return "parquet"
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return "parquet" if head == b"PAR1" else "jsonl"
+
+
+def check_files(files: list[str]) -> None:
+    for f in files:
+        if not os.path.exists(f):
+            raise InputError(f"{f}: no such file")
+        if os.path.isdir(f):
+            raise InputError(f"{f}: is a directory (pass the files, e.g. {f}/*.jsonl)")
+        if not os.access(f, os.R_OK):
+            raise InputError(f"{f}: permission denied")
+
+
+def raw_lines(path: str) -> Iterator[tuple[int, bytes, int, bool]]:
+    """(line number, bytes (at most MAX_LINE+1), total length, too long) per line."""
+    with open(path, "rb") as fh:
+        no = 0
+        while True:
+            chunk = fh.readline(MAX_LINE + 1)
+            if not chunk:
+                return
+            no += 1
+            if len(chunk) > MAX_LINE and not chunk.endswith(b"\n"):
+                total = len(chunk)
+                while True:  # skip the rest of the over-long line
+                    more = fh.readline(1 << 20)
+                    total += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield no, chunk, total, True
+                continue
+            yield no, chunk, len(chunk), False
+
+
+def decode(b: bytes) -> tuple[str, bool]:
+    try:
+        return b.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return b.decode("utf-8", "backslashreplace"), False
+
+
+def _tick_of(value: Any, want: Optional[int]) -> tuple[Optional[int], Optional[tuple[str, str]]]:
+    """The row's tick (None: none given) or a (code, reason) rejection."""
+    if value is None:
+        if want is None:
+            return None, ("no_tick", 'no "tick" in the row and no --tick given')
+        return want, None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None, ("wrong_type", '"tick" must be a natural number')
+    if want is not None and value != want:
+        return value, ("wrong_tick", f"row belongs to tick {value}, not to the slice {want} "
+                                     f"being ingested")
+    return value, None
+
+
+def _structured(obj: dict) -> tuple[Optional[tuple], Optional[str]]:
+    """(pred, args, time) of a {"pred", "args", "time"} row, or why its types are wrong."""
+    pred, args, t = obj.get("pred"), obj.get("args", []), obj.get("time")
+    if not isinstance(pred, str) or not NAME.match(pred):
+        return None, '"pred" must be a predicate name (a string)'
+    if isinstance(args, str):
+        args = [a.strip() for a in args.split(";")] if args.strip() else []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return None, '"args" must be a list of strings'
+    if isinstance(t, bool) or not isinstance(t, int):
+        return None, '"time" must be an integer'
+    return (pred, tuple(args), t), None
+
+
+def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
+              want: Optional[int], source: str, no: int) -> None:
+    if not isinstance(obj, dict):
+        out.reject("bad_json", "expected a JSON object", source, no, raw, nbytes)
+        return
+    tick, why = _tick_of(obj.get("tick"), want)
+    if "fact" in obj:
+        text = obj["fact"]
+        if not isinstance(text, str):
+            out.reject("wrong_type", '"fact" must be a string', source, no, raw, nbytes, tick)
+            return
+        if why is not None:
+            if why[0] == "wrong_tick" and want is not None:
+                out.other_ticks += 1
+            out.reject(why[0], why[1], source, no, raw, nbytes, tick)
+            return
+        try:
+            f = parse_fact_text(text, cp)
+        except ProgramError as e:
+            col = f" at column {e.span.column}" if e.span.column else ""
+            out.reject("parse_error", f"{e.message}{col}", source, no, raw, nbytes, tick)
+            return
+        out.add(tick, f.pred, f.args, f.time, source, no)
+        return
+    if "pred" in obj:
+        got, bad = _structured(obj)
+        if bad is not None:
+            out.reject("wrong_type", bad, source, no, raw, nbytes, tick)
+            return
+        if why is not None:
+            if why[0] == "wrong_tick" and want is not None:
+                out.other_ticks += 1
+            out.reject(why[0], why[1], source, no, raw, nbytes, tick, *got)
+            return
+        out.add(tick, got[0], got[1], got[2], source, no)
+        return
+    out.reject("bad_json", 'expected "fact", or "pred", "args" and "time"', source, no, raw,
+               nbytes, tick)
+
+
+def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
+    for no, b, total, too_long in raw_lines(path):
+        text, ok = decode(b)
+        if too_long:
+            out.reject("too_long", f"line longer than {MAX_LINE} bytes ({total} bytes)", path, no,
+                       text, total)
+            continue
+        line = text.strip()
+        if not line:
+            continue
+        if not ok:
+            out.reject("bad_encoding", "line is not UTF-8 text", path, no, line, total)
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as e:
+            msg = getattr(e, "msg", "too deeply nested")
+            col = f" at column {e.colno}" if hasattr(e, "colno") else ""
+            out.reject("bad_json", f"invalid JSON ({msg}{col})", path, no, line, total)
+            continue
+        _from_obj(out, obj, line, total, cp, want, path, no)
+
+
+def read_csv(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
+    header: Optional[list[str]] = None
+    for no, b, total, too_long in raw_lines(path):
+        text, ok = decode(b)
+        if too_long:
+            out.reject("too_long", f"line longer than {MAX_LINE} bytes ({total} bytes)", path, no,
+                       text, total)
+            continue
+        line = text.rstrip("\r\n")
+        if not line.strip():
+            continue
+        if not ok:
+            out.reject("bad_encoding", "line is not UTF-8 text", path, no, line, total)
+            continue
+        try:
+            fields = next(csv.reader(io.StringIO(line)))
+        except (csv.Error, StopIteration) as e:
+            out.reject("bad_csv", f"invalid CSV ({e})", path, no, line, total)
+            continue
+        if header is None:
+            header = [h.strip().lower() for h in fields]
+            if "fact" not in header and not {"pred", "time"} <= set(header):
+                out.reject("bad_csv", "the CSV header must name a `fact` column or `pred`, "
+                                      "`args`, `time` columns", path, no, line, total)
+                return
+            continue
+        if len(fields) != len(header):
+            out.reject("wrong_type", f"expected {len(header)} fields, got {len(fields)}", path, no,
+                       line, total)
+            continue
+        row: dict[str, Any] = dict(zip(header, fields))
+        if "tick" in row:
+            v = row["tick"].strip()
+            row["tick"] = int(v) if re.fullmatch(r"[0-9]+", v) else (None if v == "" else v)
+        if "time" in row:
+            v = row["time"].strip()
+            row["time"] = int(v) if re.fullmatch(r"-?[0-9]+", v) else v
+        if "fact" in row and "pred" not in row:
+            pass
+        elif "pred" in row:
+            row.pop("fact", None)
+            row["pred"] = row["pred"].strip()
+            row["args"] = row.get("args", "")
+        _from_obj(out, row, line, total, cp, want, path, no)
+
+
+def read_parquet(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> bool:
+    """False if the file is not readable Parquet at all (the caller keeps a copy)."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+    except Exception as e:  # noqa: BLE001 - any decoding failure of a producer's file
+        out.reject("unreadable_file", f"not a readable Parquet file ({type(e).__name__}: "
+                                      f"{str(e)[:200]})", path, 0, "", os.path.getsize(path))
+        return False
+    if "fact" not in names and not {"pred", "time"} <= names:
+        out.reject("unreadable_file", "Parquet file needs a `fact` column or `pred`, `args`, "
+                                      "`time` columns", path, 0, "", os.path.getsize(path))
+        return False
+    cols = [c for c in ("tick", "fact", "pred", "args", "time") if c in names]
+    no = 0
+    try:
+        for batch in pf.iter_batches(batch_size=65536, columns=cols):
+            for row in batch.to_pylist():
+                no += 1
+                raw = json.dumps(row, default=str, ensure_ascii=False)
+                if row.get("fact") is not None and "pred" in row and row.get("pred") is None:
+                    row.pop("pred")
+                if "fact" in row and row.get("fact") is None and "pred" in row:
+                    row.pop("fact")
+                _from_obj(out, row, raw, len(raw.encode()), cp, want, path, no)
+    except Exception as e:  # noqa: BLE001 - a corrupt row group: the rest of the file
+        out.reject("unreadable_file", f"Parquet file unreadable after row {no} "
+                                      f"({type(e).__name__}: {str(e)[:200]})", path, no + 1, "",
+                   os.path.getsize(path))
+        return False
+    return True
+
+
+def read_files(files: list[str], cp: CompiledProgram, want: Optional[int]) -> tuple[Parsed, list]:
+    """Parse every file; returns the rows and the files that were unreadable as a whole."""
+    out = Parsed()
+    unreadable = []
+    for f in files:
+        fmt = detect_format(f)
+        if fmt == "jsonl":
+            read_jsonl(f, cp, want, out)
+        elif fmt == "csv":
+            read_csv(f, cp, want, out)
+        elif not read_parquet(f, cp, want, out):
+            unreadable.append(f)
+    return out, unreadable
