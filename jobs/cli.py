@@ -1,0 +1,242 @@
+"""`hypo lake …`: the lakehouse pipeline from the command line (calls jobs.lake only).
+
+Exit codes: 0 success; 2 a user mistake (missing lake, tick out of order, program mismatch,
+unreadable input, …), reported as one line without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, TextIO
+
+from reasoning.errors import HypoError, ProgramError
+
+USAGE_EXAMPLES = """examples:
+  hypo lake init --program examples/wind_turbines.tdl
+  hypo lake ingest examples/wind_turbines.jsonl          # rows carry their tick
+  hypo lake ingest --tick 3 slice3.jsonl more.csv
+  hypo lake run --from 0 --to 8
+  hypo lake answers --tick 2
+  hypo lake history 'OK(wt2, 1)'
+  hypo lake status
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors: one line, exit 2
+        raise _Usage(f"{message} (see `{self.prog} --help`)")
+
+
+class _Usage(HypoError):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--lake", default=argparse.SUPPRESS,
+                        help="lake directory (default: $HYPO_LAKE or ./lake)")
+    p = _Parser(prog="hypo lake", description="The lakehouse pipeline: Delta tables of facts, "
+                "state S_τ and answers, ticks computed on Spark.", parents=[common],
+                epilog=USAGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    i = sub.add_parser("init", parents=[common], help="create a lake for a program")
+    i.add_argument("--program", required=True)
+    i.add_argument("--query", help="the main query atom, e.g. 'Shdn(X, T)'")
+    g = sub.add_parser("ingest", parents=[common], help="load JSONL/CSV/Parquet files into facts")
+    g.add_argument("--tick", type=int, help="the slice (default: every row gives its tick)")
+    g.add_argument("--master", help="Spark master (default local[2])")
+    g.add_argument("--format", choices=["text", "json"], default="text")
+    g.add_argument("files", nargs="*")
+    t = sub.add_parser("tick", parents=[common], help="compute tick τ")
+    t.add_argument("tick", type=int)
+    t.add_argument("--master")
+    t.add_argument("--program", help="refuse to run unless the lake's program is this file")
+    t.add_argument("--buckets", type=int, help="groups: 0 = one per key value, B = B buckets")
+    t.add_argument("--format", choices=["text", "json"], default="text")
+    r = sub.add_parser("run", parents=[common], help="compute ticks a..b")
+    r.add_argument("--from", dest="start", type=int)
+    r.add_argument("--to", dest="end", type=int)
+    r.add_argument("--master")
+    r.add_argument("--program")
+    r.add_argument("--buckets", type=int)
+    r.add_argument("--format", choices=["text", "json"], default="text")
+    a = sub.add_parser("answers", parents=[common], help="answers at a tick (time travel)")
+    a.add_argument("--tick", type=int)
+    a.add_argument("--status", choices=["definite", "hypothetical", "pending", "all"])
+    a.add_argument("--format", choices=["jsonl", "text"], default="jsonl")
+    h = sub.add_parser("history", parents=[common], help="the lifecycle of one answer")
+    h.add_argument("atom", help="a ground instance of the query, e.g. 'OK(wt2, 1)'")
+    h.add_argument("--format", choices=["text", "jsonl"], default="text")
+    s = sub.add_parser("status", parents=[common], help="ticks, versions, counts, quarantine")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    return p
+
+
+def _tick_line(s: dict) -> str:
+    c = s["counts"]
+    return (f"tick {s['tick']}: {c['facts']} fact(s), {c['accepted']} accepted, "
+            f"{c['rejected']} rejected, {c['duplicates']} duplicate(s); {c['answers']} answer(s) "
+            f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
+            f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
+            f"v{s['answers_version']}, {c['groups']} groups]")
+
+
+def _answer_text(o: dict) -> str:
+    from .tick import format_atom
+
+    atom = format_atom(o)
+    if o["status"] == "definite":
+        return f"  definite      {atom}   because {'; '.join(o['evidence']) or 'no premises'}"
+    if o["status"] == "hypothetical":
+        d = o["deadline"]
+        when = f"decided by tick {d}" if d is not None else "no deadline (unbounded wait)"
+        return (f"  hypothetical  {atom}   if {'; '.join(o['hypotheses'])}   [{when}; evidence: "
+                f"{'; '.join(o['evidence'])}]")
+    return f"  {o['status']:<14}{atom}   needs {'; '.join(o['hypotheses'])}"
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    from . import lake as api
+
+    lake = getattr(args, "lake", None)
+    if args.cmd == "init":
+        r = api.init(lake, args.program, args.query)
+        verb = "created" if r["created"] else "already initialised"
+        out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query {r['query']}, "
+                  f"{r['partition']}\n")
+        return 0
+    if args.cmd == "ingest":
+        r = api.ingest(lake, args.tick, args.files, args.master)
+        if args.format == "json":
+            out.write(json.dumps(r, sort_keys=True) + "\n")
+        elif r["skipped"]:
+            out.write(f"batch {r['batch']}: already ingested, nothing to do\n")
+        else:
+            ticks = ", ".join(f"tick {t}: {n}" for t, n in r["by_tick"].items()) or "none"
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items()))
+            out.write(f"batch {r['batch']}: {r['accepted']} fact row(s) ({ticks}), "
+                      f"{r['rejected']} quarantined{' (' + reasons + ')' if reasons else ''}\n")
+            if r.get("warning"):
+                out.write(f"warning: {r['warning']}\n")
+        return 0
+    if args.cmd == "tick":
+        s = api.run_tick(lake, args.tick, args.master, program=args.program, buckets=args.buckets)
+        out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
+                  else _tick_line(s) + "\n")
+        return 0
+    if args.cmd == "run":
+        start, end = args.start, args.end
+        if start is None or end is None:
+            s0, e0 = api.default_range(lake)
+            start = s0 if start is None else start
+            end = e0 if end is None else end
+        for t in range(start, end + 1):
+            s = api.run_tick(lake, t, args.master, program=args.program, buckets=args.buckets)
+            out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
+                      else _tick_line(s) + "\n")
+            out.flush()
+        return 0
+    if args.cmd == "answers":
+        from .store import Lake
+
+        objs = api.read_answers(lake, args.tick, args.status)
+        tick = args.tick if args.tick is not None else Lake(lake).last_tick()
+        if args.format == "jsonl":
+            if not objs:
+                out.write(json.dumps({"tick": tick, "query": Lake(lake).program_info["main"],
+                                      "status": "none"}) + "\n")
+            for o in objs:
+                out.write(json.dumps(o, ensure_ascii=False) + "\n")
+        else:
+            out.write(f"tick {tick}: {len(objs)} answer(s)\n")
+            for o in objs:
+                out.write(_answer_text(o) + "\n")
+        return 0
+    if args.cmd == "history":
+        ev = api.history(lake, args.atom)
+        if args.format == "jsonl":
+            for e in ev:
+                out.write(json.dumps(e, ensure_ascii=False) + "\n")
+            return 0
+        if not ev:
+            out.write(f"{args.atom}: no answer covers it at any completed tick\n")
+            return 0
+        out.write(f"history of {args.atom}:\n")
+        for e in ev:
+            how = "" if e["exact"] or e["status"] == "refuted" else \
+                "  (covered by a schematic answer)"
+            detail = ""
+            if e["status"] == "definite":
+                detail = f"   because {'; '.join(e['evidence'])}"
+            elif e["status"] in ("hypothetical", "pending"):
+                detail = f"   needs {'; '.join(e['hypotheses'])}"
+                if e["evidence"]:
+                    detail += f"   evidence: {'; '.join(e['evidence'])}"
+            out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
+                      f"{e['answer']}{detail}{how}\n")
+        return 0
+    if args.cmd == "status":
+        s = api.lake_status(lake)
+        if args.format == "json":
+            out.write(json.dumps(s, sort_keys=True, indent=2) + "\n")
+            return 0
+        p = s["program"]
+        out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
+                  f"{p['query']}, {p['partition']}\n")
+        out.write(f"  last tick: {s['last_tick']}   completed: "
+                  f"{_ranges(s['completed_ticks']) or 'none'}")
+        if s["incomplete_ticks"]:
+            out.write(f"   incomplete (re-run them): {_ranges(s['incomplete_ticks'])}")
+        out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
+        out.write("  rows: " + ", ".join(f"{k} {v}" for k, v in s["rows"].items()
+                                         if k != "ticks") + "\n")
+        if s["last"]:
+            c = s["last"]["counts"]
+            out.write(f"  tick {s['last_tick']}: {c.get('answers', 0)} answers, "
+                      f"{c.get('state_rows', 0)} state rows, digest state "
+                      f"{s['last']['state_digest']} answers {s['last']['answers_digest']}\n")
+        q = s["quarantine"]
+        out.write(f"  quarantine: {q['total']} row(s)")
+        if q["by_reason"]:
+            out.write(" — " + ", ".join(f"{k} {v}" for k, v in q["by_reason"].items()))
+        out.write("\n")
+        return 0
+    return 2
+
+
+def _ranges(xs: list[int]) -> str:
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}..{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
+         err: Optional[TextIO] = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args, out)
+    except ProgramError as e:
+        print(e.format(), file=err)
+        return 2
+    except HypoError as e:
+        print(f"hypo lake: error: {e}", file=err)
+        return 2
+    except OSError as e:
+        print(f"hypo lake: error: {e.filename or ''}: {e.strerror}", file=err)
+        return 2
+    except KeyboardInterrupt:
+        print("hypo lake: interrupted", file=err)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

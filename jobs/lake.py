@@ -1,0 +1,420 @@
+"""The jobs API (jobs/README.md): the only functions the `hypo lake` CLI and the DAG call."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from typing import Any, Optional
+
+import pyarrow as pa
+
+from reasoning.compiler import compile_file
+from reasoning.errors import ProgramError
+
+from . import delta
+from .errors import InputError, LakeError, LakeMissing, ProgramMismatch
+from .ingest import check_files, file_sha256, read_files
+from .partition import find_key
+from .store import DATA_TABLES, Lake, now
+
+STATUSES = ("definite", "hypothetical", "pending")
+
+
+# ---------------------------------------------------------------------- init
+def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
+    """Create the tables and store the program (text + sha256 + main query).  Idempotent for
+    the same program; refused for another one."""
+    L = Lake(lake)
+    cp = compile_file(program_path, query)  # ProgramError: reported with its location
+    with open(program_path, encoding="utf-8") as fh:
+        text = fh.read()
+    h = hashlib.sha256(text.encode()).hexdigest()
+    if L.exists():
+        info = L.program_info
+        if h != info["hash"] or (query or None) != (info.get("query") or None):
+            raise ProgramMismatch(
+                f"program mismatch: the lake at {L.root} was initialised with {info.get('file')} "
+                f"(sha256 {info['hash'][:12]}, query {info.get('main')}), not {program_path} "
+                f"(sha256 {h[:12]}, query {cp.main.atom}); use a new lake for another program")
+        return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom),
+                "partition": L.key.describe()}
+    if os.path.exists(L.root) and os.listdir(L.root) and any(
+            os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
+        raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json); remove it first")
+    os.makedirs(L.meta_dir, exist_ok=True)
+    pk = find_key(cp)
+    for t in DATA_TABLES + ("ticks",):
+        if not delta.is_table(L.path(t)):
+            delta.create_table(L.path(t), t, {"program": h})
+    with open(os.path.join(L.meta_dir, "program.tdl"), "w", encoding="utf-8") as fh:
+        fh.write(text)
+    info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
+            "query": query, "main": str(cp.main.atom), "created": now(),
+            "partition": pk.to_json(), "compiled": cp.to_json()}
+    tmp = os.path.join(L.meta_dir, "program.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(info, fh, indent=2, ensure_ascii=False)
+    os.replace(tmp, os.path.join(L.meta_dir, "program.json"))  # the lake exists from here on
+    return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
+            "partition": pk.describe()}
+
+
+# ---------------------------------------------------------------------- ingest
+def _batches_in(path: str) -> set:
+    out = set()
+    for h in delta.history(path):
+        b = h.get("batch")
+        if b:
+            out.add(b)
+    return out
+
+
+def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[str] = None) -> dict:
+    """Load producer files of a slice (tick None: every row says its tick) into `facts`;
+    every row that cannot be read goes to `quarantine` (stage ingest).  Re-ingesting the
+    same files for the same tick is a no-op (the batch id is in the commit metadata)."""
+    L = Lake(lake).require()
+    cp = L.program
+    if tick is not None and tick < 0:
+        raise InputError(f"tick {tick} is negative")
+    if not files:
+        if tick is None:
+            raise InputError("no files given (pass FILE…, or --tick τ to ingest "
+                             "<lake>/landing/tick=τ/)")
+        land = os.path.join(L.root, "landing", f"tick={tick}")
+        if not os.path.isdir(land):
+            raise InputError(f"no files given and no landing directory {land}")
+        files = sorted(os.path.join(land, f) for f in os.listdir(land)
+                       if f.lower().endswith((".jsonl", ".ndjson", ".json", ".csv", ".parquet")))
+    check_files(files)
+    shas = [file_sha256(f) for f in files]
+    batch = hashlib.sha256(json.dumps({"tick": tick, "files": sorted(shas)}).encode()
+                           ).hexdigest()[:24]
+    facts_done = batch in _batches_in(L.path("facts"))
+    quar_done = batch in _batches_in(L.path("quarantine"))
+    result: dict[str, Any] = {"batch": batch, "files": [os.path.abspath(f) for f in files],
+                              "tick": tick, "skipped": False}
+    if facts_done and quar_done:
+        result.update(skipped=True, accepted=0, rejected=0, by_tick={}, reasons={},
+                      message="these files were already ingested for this tick")
+        return result
+    parsed, unreadable = read_files([os.path.abspath(f) for f in files], cp, tick)
+    for f, sha in zip(files, shas):
+        if os.path.abspath(f) in unreadable:
+            d = os.path.join(L.meta_dir, "rejected")
+            os.makedirs(d, exist_ok=True)
+            dst = os.path.join(d, f"{sha[:16]}-{os.path.basename(f)}")
+            if not os.path.exists(dst):
+                shutil.copyfile(f, dst)
+    for r in parsed.rejected:
+        r["batch"] = batch
+    if parsed.rejected and not quar_done:
+        qt = L.table("quarantine")
+        acts = []
+        by: dict[int, list] = {}
+        for r in parsed.rejected:
+            by.setdefault(r["tick"], []).append(r)
+        for t, rows in sorted(by.items()):
+            data = pa.Table.from_pylist(rows, schema=delta.arrow_schema("quarantine"))
+            acts.append(delta.write_file(L.path("quarantine"), "quarantine", data,
+                                         f"tick={t}/stage=ingest", {"tick": str(t),
+                                                                    "stage": "ingest"},
+                                         name=f"ingest-{batch}.parquet"))
+        delta.commit(qt, "quarantine", acts, mode="append", exclusive=False,
+                     metadata={"batch": batch, "stage": "ingest",
+                               "tick": "" if tick is None else str(tick)})
+    by_tick = Counter(parsed.tick)
+    if len(parsed) and not facts_done:
+        _write_facts_pandas(L, batch, parsed, master, tick)
+    done = L.done()
+    late = sorted(t for t in by_tick if t in done)
+    result.update(accepted=len(parsed), rejected=len(parsed.rejected),
+                  by_tick={int(k): v for k, v in sorted(by_tick.items())},
+                  reasons=dict(Counter(r["reason_code"] for r in parsed.rejected)),
+                  unreadable_files=unreadable)
+    if late:
+        result["warning"] = (f"tick(s) {', '.join(map(str, late))} were already processed; re-run "
+                             f"`hypo lake run --from {late[0]} --to {L.last_tick(done)}` to "
+                             f"include these facts")
+    return result
+
+
+def _write_facts_pandas(L: Lake, batch: str, parsed, master: Optional[str],
+                        tick: Optional[int]) -> None:
+    import pandas as pd
+
+    from schemas.lake import spark_ddl
+
+    from .spark import session
+
+    spark = session(master)
+    pdf = pd.DataFrame({"tick": parsed.tick, "pred": parsed.pred, "args": parsed.args,
+                        "time": parsed.time, "source": parsed.source, "line": parsed.line,
+                        "batch": [batch] * len(parsed)})
+    df = spark.createDataFrame(pdf, schema=spark_ddl("facts"))
+    _commit_facts_df(L, df, batch, {"batch": batch, "tick": "" if tick is None else str(tick)})
+
+
+def _commit_facts_df(L: Lake, df, batch: str, metadata: dict) -> int:
+    """Spark writes the rows (partitioned by tick) into the facts table directory; delta-rs
+    commits them as one append."""
+    rel = f"ingest-{batch}"
+    target = os.path.join(L.path("facts"), rel)
+    df.select("tick", "pred", "args", "time", "source", "line", "batch") \
+        .write.mode("overwrite").partitionBy("tick").parquet(target)
+    acts = []
+    for d in sorted(os.listdir(target)):
+        if d.startswith("tick="):
+            acts.extend(delta.dir_actions(L.path("facts"), f"{rel}/{d}", {"tick": d[5:]}))
+    if not acts:
+        return -1
+    delta.commit(L.table("facts"), "facts", acts, mode="append", exclusive=False,
+                 metadata=metadata)
+    return len(acts)
+
+
+def append_facts(lake: str, tick: int, df, batch: Optional[str] = None) -> dict:
+    """For producers on Spark: append a DataFrame (pred, args, time[, source, line]) as
+    slice `tick` of the facts table (validated by the tick job like any other rows)."""
+    import uuid
+
+    from pyspark.sql import functions as F
+
+    L = Lake(lake).require()
+    batch = batch or uuid.uuid4().hex[:24]
+    for c, t in (("source", "string"), ("line", "long")):
+        if c not in df.columns:
+            df = df.withColumn(c, F.lit(None).cast(t))
+    df = df.withColumn("tick", F.lit(tick).cast("long")).withColumn("batch", F.lit(batch))
+    n = _commit_facts_df(L, df, batch, {"batch": batch, "tick": str(tick)})
+    return {"batch": batch, "files": n}
+
+
+# ---------------------------------------------------------------------- ticks
+def _buckets(spark, buckets: Optional[int]) -> int:
+    if buckets is not None:
+        return buckets
+    env = os.environ.get("HYPO_LAKE_BUCKETS")
+    if env is not None:
+        return int(env)
+    return max(2, 2 * spark.sparkContext.defaultParallelism)
+
+
+def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Optional[str] = None,
+             buckets: Optional[int] = None) -> dict:
+    """S_{τ-1} + D|τ → S_τ and the tick's answers (Spark; commits via delta-rs).  buckets: 0 =
+    one group per key value, B > 0 = B hash buckets of key values (default 2 × cores)."""
+    from . import tick as tickjob
+    from .spark import session
+
+    L = Lake(lake).require()
+    L.check_program(program)
+    _ = L.program
+    spark = session(master)
+    return tickjob.run_tick(L, tick, spark, _buckets(spark, buckets))
+
+
+def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
+              program: Optional[str] = None, buckets: Optional[int] = None) -> list[dict]:
+    if end < start:
+        raise LakeError(f"empty range: --from {start} is after --to {end}")
+    return [run_tick(lake, t, master, program=program, buckets=buckets)
+            for t in range(start, end + 1)]
+
+
+def default_range(lake: str) -> tuple[int, int]:
+    """From the first tick not completed to the last tick with facts plus the program's
+    horizon (when every hypothesis is decided), as `hypo run` does."""
+    from reasoning.cli import default_until
+    from reasoning.engine import Engine
+
+    L = Lake(lake).require()
+    done = L.done()
+    start = L.last_tick(done) + 1
+    ticks = [a.get("partition.tick") for a in
+             pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()]
+
+    class _S:
+        last_tick = max([t for t in ticks if t is not None], default=-1)
+
+    return start, default_until(Engine(L.program), _S())
+
+
+# ---------------------------------------------------------------------- reading
+def _done_row(L: Lake, tick: Optional[int]) -> tuple[int, dict]:
+    done = L.done()
+    if tick is None:
+        tick = L.last_tick(done)
+        if tick < 0:
+            raise LakeError(f"no tick of the lake at {L.root} has completed yet "
+                            f"(run `hypo lake tick 0`)")
+    row = done.get(tick)
+    if row is None:
+        last = L.last_tick(done)
+        raise LakeError(f"tick {tick} has not been computed (completed ticks: "
+                        f"{'0..' + str(last) if last >= 0 else 'none'})")
+    return tick, row
+
+
+def read_answers(lake: str, tick: Optional[int] = None, status: Optional[str] = None) -> list[dict]:
+    """The main query's answers at a tick (default: the last), as `hypo run --format jsonl`
+    prints them, read from the answers version that tick committed (time travel).  status:
+    None = hypothetical and definite (`hypo run`'s default), 'pending' / 'hypothetical' /
+    'definite' = only those, 'all' = all."""
+    if status not in (None, "all") + STATUSES:
+        raise LakeError(f"unknown status {status!r} (one of {', '.join(STATUSES)}, all)")
+    L = Lake(lake).require()
+    tick, row = _done_row(L, tick)
+    t = delta.read_arrow(L.path("answers"), "answers", version=row["answers_version"],
+                         partitions={"tick": tick}, columns=["sort_key", "json", "status"])
+    rows = sorted(t.to_pylist(), key=lambda r: r["sort_key"])
+    out = []
+    for r in rows:
+        if status is None and r["status"] == "pending":
+            continue
+        if status not in (None, "all") and r["status"] != status:
+            continue
+        out.append(json.loads(r["json"]))
+    return out
+
+
+def _atom_binding(L: Lake, atom: str) -> dict:
+    from reasoning.parser import parse_atom
+    from reasoning.syntax import Var
+
+    cp = L.program
+    try:
+        a = parse_atom(atom, "<atom>", cp.program.rigid)
+    except ProgramError as e:
+        raise LakeError(f"cannot parse {atom!r}: {e.message}") from None
+    q = cp.main.atom
+    if a.pred != q.pred or len(a.args) != len(q.args) or (a.time is None) != (q.time is None):
+        raise LakeError(f"{atom} is not an instance of the lake's query {q}")
+    want: dict[str, Any] = {}
+    for qa, aa in zip(q.args, a.args):
+        if isinstance(aa, Var):
+            raise LakeError(f"{atom} is not ground: give a value for {aa.name}")
+        if isinstance(qa, Var):
+            if want.setdefault(qa.name, aa.value) != aa.value:
+                raise LakeError(f"{atom} is not an instance of the lake's query {q}")
+        elif qa.value != aa.value:
+            raise LakeError(f"{atom} is not an instance of the lake's query {q}")
+    if q.time is not None:
+        if a.time.var is not None:
+            raise LakeError(f"{atom} is not ground: give a timestamp")
+        if q.time.var is None:
+            if q.time.offset != a.time.offset:
+                raise LakeError(f"{atom} is not an instance of the lake's query {q}")
+        else:
+            want[q.time.var] = a.time.offset
+    return want
+
+
+def _covers(obj: dict, want: dict) -> bool:
+    sub, exc = obj["substitution"], obj["excluded"]
+    for v, val in want.items():
+        if v in sub:
+            if sub[v] != val:
+                return False
+        elif val in exc.get(v, []):
+            return False
+    for combo in obj.get("excluded_combinations", []):
+        if all(v in want and want[v] == c for v, c in combo.items()):
+            return False
+    return True
+
+
+def history(lake: str, atom: str) -> list[dict]:
+    """The lifecycle of one ground answer across the completed ticks: per tick the answer
+    covering it (exact = the answer is about exactly this instance, else a schematic answer
+    covers it) and the event: first seen, status changes, confirmed (definite), refuted
+    (no answer covers it any more before it became definite)."""
+    L = Lake(lake).require()
+    want = _atom_binding(L, atom)
+    done = L.done()
+    if not done:
+        return []
+    t = delta.read_arrow(L.path("answers"), "answers", columns=["tick", "sort_key", "json"])
+    by_tick: dict[int, list] = {}
+    for r in t.to_pylist():
+        if r["tick"] in done:
+            by_tick.setdefault(r["tick"], []).append(r)
+    out: list[dict] = []
+    prev: Optional[dict] = None
+    for tick in sorted(done):
+        rows = sorted(by_tick.get(tick, []), key=lambda r: r["sort_key"])
+        objs = [json.loads(r["json"]) for r in rows]
+        hits = [o for o in objs if _covers(o, want)]
+        if not hits:
+            if prev is not None and prev["status"] != "definite":
+                out.append({"tick": tick, "status": "refuted", "event": "refuted", "answer": atom,
+                            "exact": False, "evidence": [], "hypotheses": [], "deadline": None})
+                prev = None
+            continue
+        order = {"definite": 0, "hypothetical": 1, "pending": 2}
+        hits.sort(key=lambda o: (order[o["status"]],
+                                 -sum(1 for v in want if v in o["substitution"])))
+        o = hits[0]
+        from .tick import format_atom
+
+        exact = all(v in o["substitution"] for v in want)
+        if prev is None:
+            event = f"first seen ({o['status']})" if not out else f"seen again ({o['status']})"
+        elif o["status"] != prev["status"]:
+            event = "confirmed (definite)" if o["status"] == "definite" else \
+                f"became {o['status']}"
+        else:
+            event = "unchanged"
+        entry = {"tick": tick, "status": o["status"], "event": event, "answer": format_atom(o),
+                 "exact": exact, "evidence": o["evidence"], "hypotheses": o["hypotheses"],
+                 "deadline": o["deadline"]}
+        out.append(entry)
+        prev = entry
+        if o["status"] == "definite":
+            break  # definite answers are final (and forgotten afterwards)
+    return out
+
+
+def lake_status(lake: str) -> dict:
+    L = Lake(lake).require()
+    info = L.program_info
+    log = L.ticks_log()
+    done = L.done(log)
+    last = L.last_tick(done)
+    versions, rows = {}, {}
+    for t in DATA_TABLES + ("ticks",):
+        dt = L.table(t)
+        versions[t] = dt.version()
+        acts = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+        rows[t] = sum(a.get("num_records") or 0 for a in acts)
+    q = delta.read_arrow(L.path("quarantine"), "quarantine", columns=["stage", "reason_code"])
+    by_reason = Counter(r["reason_code"] for r in q.to_pylist())
+    by_stage = Counter(r["stage"] for r in q.to_pylist())
+    latest_phase: dict[int, dict] = {}
+    for r in log:
+        latest_phase[r["tick"]] = r
+    incomplete = sorted({t for t, r in latest_phase.items() if r["phase"] != "done"})
+    ft = pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
+    fticks = sorted({a.get("partition.tick") for a in ft if a.get("partition.tick") is not None})
+    last_row = done.get(last)
+    return {
+        "lake": L.root,
+        "program": {"file": info.get("file"), "hash": info["hash"], "query": info.get("main"),
+                    "partition": L.key.describe()},
+        "last_tick": last,
+        "completed_ticks": sorted(done),
+        "incomplete_ticks": incomplete,
+        "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
+        "versions": versions,
+        "rows": rows,
+        "last": None if last_row is None else {
+            "state_version": last_row["state_version"],
+            "answers_version": last_row["answers_version"],
+            "state_digest": last_row["state_digest"],
+            "answers_digest": last_row["answers_digest"],
+            "counts": json.loads(last_row["counts"] or "{}")},
+        "quarantine": {"total": sum(by_reason.values()), "by_reason": dict(sorted(by_reason.items())),
+                       "by_stage": dict(sorted(by_stage.items()))},
+    }

@@ -1,0 +1,99 @@
+"""One Spark session per process (local mode by default, `--master` for a cluster)."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_MASTER = "local[2]"
+_LOG4J = """status = error
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+_shipped: set = set()
+
+
+def _log4j_file() -> str:
+    p = Path(tempfile.gettempdir()) / "hypo-lake-log4j2.properties"
+    if not p.exists() or p.read_text() != _LOG4J:
+        p.write_text(_LOG4J)
+    return str(p)
+
+
+def active():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = None):
+    """The process's Spark session: reused if one is running (its master wins unless a
+    different one is asked for explicitly, which restarts it)."""
+    from pyspark.sql import SparkSession
+
+    cur = SparkSession.getActiveSession()
+    if cur is not None:
+        if master is None or cur.sparkContext.master == master:
+            return cur
+        cur.stop()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    root = str(Path(__file__).resolve().parent.parent)
+    pp = os.environ.get("PYTHONPATH", "")
+    if root not in pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+    master = master or os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
+    parts = shuffle_partitions or int(os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
+    log4j = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
+    b = (SparkSession.builder.master(master).appName("hypo-lake")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", str(parts))
+         .config("spark.default.parallelism", str(parts))
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         # per-tick jobs are many small stages: adaptive re-planning costs more than it saves
+         .config("spark.sql.adaptive.enabled", "false")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.driver.memory", os.environ.get("HYPO_SPARK_DRIVER_MEMORY", "4g"))
+         .config("spark.driver.extraJavaOptions", log4j)
+         .config("spark.executor.extraJavaOptions", log4j)
+         .config("spark.python.worker.reuse", "true")
+         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+         .config("spark.executorEnv.GX_ANALYTICS_ENABLED", "false"))
+    for kv in filter(None, os.environ.get("HYPO_SPARK_CONF", "").split(",")):
+        k, _, v = kv.partition("=")
+        b = b.config(k.strip(), v.strip())
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        ship_code(spark)
+    return spark
+
+
+def ship_code(spark) -> None:
+    """For a cluster: send reasoning/, jobs/ and schemas/ to the executors as a zip."""
+    root = Path(__file__).resolve().parent.parent
+    key = str(root)
+    if key in _shipped:
+        return
+    out = Path(tempfile.mkdtemp(prefix="hypo-code-")) / "hypo_code.zip"
+    with zipfile.ZipFile(out, "w") as z:
+        for pkg in ("reasoning", "jobs", "schemas"):
+            for f in (root / pkg).rglob("*"):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    z.write(f, f.relative_to(root))
+    spark.sparkContext.addPyFile(str(out))
+    _shipped.add(key)

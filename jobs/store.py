@@ -1,0 +1,156 @@
+"""The lake on disk: its tables, the stored program, and the `_hypo/ticks` log of phases.
+
+    <lake>/facts/  quarantine/  state/  answers/  dq/      Delta tables (schemas/lake.json)
+    <lake>/_hypo/program.tdl, program.json                  the program (text, sha256, query)
+    <lake>/_hypo/ticks/                                     Delta log of committed tick phases
+    <lake>/_hypo/dq/tick=<τ>.json                           Great Expectations result per tick
+    <lake>/_hypo/rejected/                                  copies of wholly unreadable inputs
+    <lake>/landing/tick=<τ>/                                where producers drop slice files
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from functools import cached_property
+from typing import Any, Optional
+
+import pyarrow as pa
+
+from reasoning.compiler import CompiledProgram, compile_program
+from reasoning.errors import ProgramError
+
+from . import delta
+from .errors import LakeMissing, ProgramMismatch
+from .partition import PartitionKey, find_key
+
+DATA_TABLES = ("facts", "quarantine", "state", "answers", "dq")
+PHASES = ("start", "state", "answers", "done")
+
+
+def default_root() -> str:
+    return os.environ.get("HYPO_LAKE") or "./lake"
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Lake:
+    def __init__(self, root: Optional[str] = None):
+        self.root = os.path.abspath(root or default_root())
+
+    # ------------------------------------------------------------------ layout
+    def path(self, kind: str) -> str:
+        if kind == "ticks":
+            return os.path.join(self.root, "_hypo", "ticks")
+        return os.path.join(self.root, kind)
+
+    @property
+    def meta_dir(self) -> str:
+        return os.path.join(self.root, "_hypo")
+
+    def exists(self) -> bool:
+        return os.path.exists(os.path.join(self.meta_dir, "program.json"))
+
+    def require(self) -> "Lake":
+        if not self.exists():
+            raise LakeMissing(f"no lake at {self.root} (create one with `hypo lake init --program "
+                              f"P.tdl --lake {self.root}`, or pass --lake / set HYPO_LAKE)")
+        for k in DATA_TABLES + ("ticks",):
+            if not delta.is_table(self.path(k)):
+                raise LakeMissing(f"the lake at {self.root} is damaged: table {k} is missing")
+        return self
+
+    def table(self, kind: str, version: Optional[int] = None):
+        return delta.open_table(self.path(kind), version)
+
+    # ------------------------------------------------------------------ program
+    @cached_property
+    def program_info(self) -> dict:
+        self.require()
+        with open(os.path.join(self.meta_dir, "program.json"), encoding="utf-8") as fh:
+            return json.load(fh)
+
+    @cached_property
+    def program_text(self) -> str:
+        with open(os.path.join(self.meta_dir, "program.tdl"), encoding="utf-8") as fh:
+            return fh.read()
+
+    @cached_property
+    def program(self) -> CompiledProgram:
+        info = self.program_info
+        text = self.program_text
+        h = hashlib.sha256(text.encode()).hexdigest()
+        if h != info["hash"]:
+            raise ProgramMismatch(
+                f"the stored program {self.meta_dir}/program.tdl was modified (sha256 {h[:12]} ≠ "
+                f"{info['hash'][:12]} recorded at init); restore it or start a new lake")
+        try:
+            return compile_program(text, info.get("file", "program.tdl"), info.get("query"))
+        except ProgramError as e:
+            raise ProgramMismatch(f"the stored program no longer compiles: {e.message}") from None
+
+    @cached_property
+    def key(self) -> PartitionKey:
+        return find_key(self.program)
+
+    def program_id(self) -> str:
+        """The identity a tick is computed with: text hash and main query."""
+        return f"{self.program_info['hash']}:{self.program_info.get('query') or ''}"
+
+    def check_program(self, program_path: Optional[str], query: Optional[str] = None) -> None:
+        """Refuse to run with another program than the one stored at init."""
+        if program_path is None:
+            return
+        try:
+            with open(program_path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as e:
+            raise LakeMissing(f"cannot read program {program_path}: {e.strerror}") from None
+        h = hashlib.sha256(text.encode()).hexdigest()
+        info = self.program_info
+        if h != info["hash"] or (query is not None and query != info.get("query")):
+            raise ProgramMismatch(
+                f"program mismatch: the lake at {self.root} was initialised with "
+                f"{info.get('file')} (sha256 {info['hash'][:12]}"
+                f"{', query ' + info['query'] if info.get('query') else ''}), not {program_path} "
+                f"(sha256 {h[:12]}{', query ' + query if query else ''}); use a new lake for "
+                f"another program")
+
+    # ------------------------------------------------------------------ ticks log
+    def log(self, tick: int, run: str, phase: str, **fields: Any) -> None:
+        row = {"tick": tick, "run": run, "phase": phase, "ts": now(),
+               "program": self.program_info["hash"]}
+        row.update(fields)
+        if isinstance(row.get("counts"), dict):
+            row["counts"] = json.dumps(row["counts"], sort_keys=True)
+        schema = delta.arrow_schema("ticks")
+        data = pa.Table.from_pylist([{k: row.get(k) for k in schema.names}], schema=schema)
+        path = self.path("ticks")
+        act = delta.write_file(path, "ticks", data, "log", {},
+                               name=f"{tick:08d}-{phase}-{run}.parquet")
+        delta.commit(self.table("ticks"), "ticks", [act], mode="append",
+                     metadata={"tick": str(tick), "run": run, "phase": phase}, exclusive=False)
+
+    def ticks_log(self) -> list[dict]:
+        t = delta.read_arrow(self.path("ticks"), "ticks")
+        return sorted(t.to_pylist(), key=lambda r: (r["ts"], r["tick"], PHASES.index(r["phase"])
+                                                    if r["phase"] in PHASES else 9))
+
+    def done(self, log: Optional[list[dict]] = None) -> dict[int, dict]:
+        """tick -> the latest `done` row (the run whose results are the tick's)."""
+        out: dict[int, dict] = {}
+        for r in log if log is not None else self.ticks_log():
+            if r["phase"] == "done":
+                out[r["tick"]] = r
+        return out
+
+    def last_tick(self, done: Optional[dict] = None) -> int:
+        """The last tick of the contiguous run of completed ticks from 0 (-1: none)."""
+        done = self.done() if done is None else done
+        t = -1
+        while t + 1 in done:
+            t += 1
+        return t
