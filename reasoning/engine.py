@@ -487,38 +487,12 @@ class Engine:
                         nxt.append((b, ng, ev))
                         continue
                     L = self._L_for(pred, t, hargs)
-                    # (b): instances refuted by a definite answer of p_t are dropped
-                    defs = [a for a in L if self.is_definite(a)]
-                    if defs:
-                        covers = []
-                        for d in defs:
-                            dt = self.templates[d.tid]
-                            c = cover_of(lp, b, dt.head, d.b, d.ng, approx_full=False)
-                            if c is not None:
-                                covers.append(c)
-                        if covers:
-                            _, outs = partition(b, ng, covers)
-                            parts = [(ob, ong, ev) for ob, ong in outs]
-                        else:
-                            parts = [(b, ng, ev)]
-                    else:
-                        parts = [(b, ng, ev)]
+                    parts = self._step3b(lp, b, ng, ev, L)
                     if t > tau:
                         nxt.extend(parts)
-                        continue
-                    # (c): instances no answer of p_t can prove: ¬h moves to evidence
-                    for pb, png, pev in parts:
-                        covers = []
-                        for l in L:
-                            lt = self.templates[l.tid]
-                            c = cover_of(lp, pb, lt.head, l.b, l.ng, approx_full=True)
-                            if c is not None:
-                                covers.append(c)
-                                if c == TRUE:
-                                    break  # an answer of p_t covers every instance
-                        ins, outs = partition(pb, png, covers)
-                        nxt.extend((ib, ing, pev) for ib, ing in ins)
-                        nxt.extend((ob, ong, pev | {j}) for ob, ong in outs)
+                    else:
+                        for pb, png, pev in parts:
+                            nxt.extend(self._step3c(lp, j, pb, png, pev, L))
                 pieces = nxt
             if len(pieces) == 1 and pieces[0] == (r.b, r.ng, r.ev):
                 continue
@@ -528,6 +502,30 @@ class Engine:
                 if na is not None and self.add(na, tau) and self.is_definite(na):
                     became.append(na)
         return became
+
+    def _covers(self, lp, b: Binding, answers, approx_full: bool) -> list:
+        """The instances of ¬h (literal lp under b) that each answer can prove, as covers."""
+        out = []
+        for l in answers:
+            c = cover_of(lp, b, self.templates[l.tid].head, l.b, l.ng, approx_full)
+            if c is not None:
+                out.append(c)
+                if c == TRUE:
+                    break  # this answer covers every instance
+        return out
+
+    def _step3b(self, lp, b: Binding, ng: frozenset, ev: frozenset, L) -> list:
+        """Step 3(b): drop the instances of ¬h that a definite answer of p_t refutes."""
+        covers = self._covers(lp, b, [a for a in L if self.is_definite(a)], approx_full=False)
+        if not covers:
+            return [(b, ng, ev)]
+        _, outs = partition(b, ng, covers)
+        return [(ob, ong, ev) for ob, ong in outs]
+
+    def _step3c(self, lp, j: int, b: Binding, ng: frozenset, ev: frozenset, L) -> list:
+        """Step 3(c): the instances of ¬h no answer of p_t can prove move ¬h to evidence."""
+        ins, outs = partition(b, ng, self._covers(lp, b, L, approx_full=True))
+        return [(ib, ing, ev) for ib, ing in ins] + [(ob, ong, ev | {j}) for ob, ong in outs]
 
     # ------------------------------------------------------------------ forgetting
 
