@@ -19,6 +19,13 @@ look-ahead/look-back bounds below are then unknown):
   offset in the rule) unless a positive literal implies it; `time(VT+m)` ensures it for
   the others (time/1 starts at >= 0); a rule with a negative constant time is dropped.
 
+Domain.  clingo's natural reading (`dom/1`) is the active domain.  The engine's is the open
+domain (README): a variable only under negation and in no head is existential over
+infinitely many constants (`P(T) :- not E(X, T).` holds at every T).  `open_domain=True`
+emulates it with k fresh constants in `dom/1` (k = the most object variables of a rule,
+enough for every pattern of equalities among unseen constants of one rule instance); answers
+mentioning them are not listed (as `--ground` lists #domain only).
+
 Horizon and truncation.  `time(lo..hi)` is finite, so instances of the rules with a time
 variable outside it are missing, and a negated atom beyond `hi` is (wrongly) false.  We
 never report answers in that zone: `need(p)` ("look-ahead") bounds how far into the future
@@ -48,6 +55,7 @@ unknown (None).  Hence:
 """
 from __future__ import annotations
 
+import itertools
 import time as clock
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -242,7 +250,8 @@ class Stats:
 class ClingoProgram:
     """A program (and its query) translated once; `solve` adds facts and a time domain."""
 
-    def __init__(self, program: Program | CompiledProgram, query: Optional[Atom] = None):
+    def __init__(self, program: Program | CompiledProgram, query: Optional[Atom] = None,
+                 open_domain: bool = False):
         if isinstance(program, CompiledProgram):
             query = query or program.main.atom
             program = program.program
@@ -256,9 +265,11 @@ class ClingoProgram:
         self.rules_text += [_rule_text(f) for f in program.facts]  # rigid facts
         self.needs_dom = any("dom(" in t for t in self.rules_text)
         self.needs_time = any("time(" in t for t in self.rules_text)
-        idb = {r.head.pred for r in rules if r.body}
+        # dom/1: the constants of every fact of the stream, also of the predicates the
+        # query does not depend on (the active domain is that of D_τ)
+        idb = {r.head.pred for r in program.rules if r.body}
         edb: dict[str, int] = {}
-        for r in rules:
+        for r in program.rules:
             for l in r.body:
                 if l.atom.pred not in idb:
                     edb[l.atom.pred] = len(l.atom.args)
@@ -270,6 +281,13 @@ class ClingoProgram:
                 args[i] = "V"
                 self.dom_rules.append(f"dom(V) :- {pred_name(p, rigid)}({','.join(args)}).")
         self.constants = sorted(_program_constants(program))
+        # open domain: k fresh constants stand for all the unseen ones (k = most object
+        # variables of a rule, so every pattern of equalities among unseen constants exists)
+        self.fresh: tuple[str, ...] = ()
+        if open_domain:
+            k = max([len({v for a in [r.head] + [l.atom for l in r.body]
+                          for v in a.object_variables()}) for r in rules] + [1])
+            self.fresh = tuple(f"#fresh{i}" for i in range(1, k + 1))
         self.need = reach(rules, +1).get(self.query.pred, 0)
         self.back = reach(rules, -1).get(self.query.pred, 0)
         if self.need is None:
@@ -302,7 +320,7 @@ class ClingoProgram:
         """The complete clingo program."""
         out = list(self.rules_text)
         if self.needs_dom:
-            consts = sorted(set(self.constants) | set(domain))
+            consts = sorted(set(self.constants) | set(domain) | set(self.fresh))
             out += [f"dom({quote(c)})." for c in consts] + self.dom_rules
         if self.needs_time and time_hi >= time_lo:
             out.append(f"time({time_lo}..{time_hi}).")
@@ -320,6 +338,8 @@ class ClingoProgram:
         b: dict[str, object] = {}
         for term, s in zip(q.args, args):
             v = s.string
+            if v in self.fresh:
+                return None  # an answer about an unseen constant: not listed
             if isinstance(term, Const):
                 if term.value != v:
                     return None
@@ -477,9 +497,19 @@ class Ours:
         self.domain = tuple(cp.domain if domain is None else domain)
 
     def ground(self, a) -> list[AnswerKey]:
+        """The ground answers of a schematic one: its unbound *query* variables over the
+        domain, minus its nogoods.  Other unbound variables are existential: over the open
+        domain some unseen constant always avoids the (finitely many) nogoods that mention
+        them, so those nogoods exclude nothing.  (`Explainer.groundings`, used by `hypo run
+        --ground`, expands them too and so drops such answers: see the report of issue 6.)"""
         tp = self.eng.templates[a.tid]
+        qfree = sorted({x for _, isvar, x, _ in tp.qvars
+                        if isvar and a.b[x] is None and x not in tp.time_vars})
         out = []
-        for g in self.ex.groundings(a, self.domain):
+        for values in itertools.product(self.domain, repeat=len(qfree)):
+            g = dict(zip(qfree, values))
+            if any(all(v in g and g[v] == c for v, c in n) for n in a.ng):
+                continue
             b = tuple(g.get(i, v) for i, v in enumerate(a.b))
             sub = tp.answer(b)
             if len(sub) != len(set(tp.query.atom.variables())):
