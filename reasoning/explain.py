@@ -145,9 +145,12 @@ class Explainer:
         return out
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
-        """Assignments of a's unbound object variables over the domain, minus its nogoods."""
+        """Assignments of a's unbound object *query* variables over the domain, minus its
+        nogoods (variables not in the query are existential: they stay as they are)."""
         tp = self.eng.templates[a.tid]
-        free = [i for i, v in enumerate(a.b) if v is None and i not in tp.time_vars]
+        qidx = {x for _, isvar, x, _ in tp.qvars if isvar}
+        free = [i for i, v in enumerate(a.b)
+                if v is None and i in qidx and i not in tp.time_vars]
         if not free:
             yield {}
             return
