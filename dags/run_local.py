@@ -144,6 +144,26 @@ def print_tick(mod, lake: str, tau: int, dr, out=sys.stdout) -> None:
     out.flush()
 
 
+def compare(program: str, stream: str, lake: str, start: int, end: int) -> list[int]:
+    """Ticks whose answers in the lake differ from `hypo run --format jsonl`'s."""
+    import io
+
+    from jobs import lake as api
+    from reasoning.cli import main as hypo
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        hypo(["run", program, "--stream", stream, "--format", "jsonl", "--until", str(end)])
+    ref: dict[int, list] = {}
+    for line in out.getvalue().splitlines():
+        o = json.loads(line)
+        if o.get("status") != "none":
+            ref.setdefault(o["tick"], []).append(o)
+    key = lambda o: json.dumps(o, sort_keys=True)  # noqa: E731
+    return [t for t in range(start, end + 1)
+            if sorted(api.read_answers(lake, t), key=key) != sorted(ref.get(t, []), key=key)]
+
+
 def task_log_tail(dr, log_path: Optional[str], n: int = 40) -> str:
     """The error lines of the failed run for the terminal."""
     lines = []
@@ -172,6 +192,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "terminal")
     p.add_argument("--json", action="store_true", help="print the answers of each tick as "
                    "`hypo lake answers` JSON lines instead of text")
+    p.add_argument("--compare", metavar="STREAM", help="at the end, check that the lake's "
+                   "answers of every tick equal `hypo run PROGRAM --stream STREAM`'s")
     a = p.parse_args(argv)
     env = airflow_env(a.airflow_home)
     os.environ.update(env)
@@ -211,12 +233,23 @@ def main(argv: Optional[list[str]] = None) -> int:
             print_tick(mod, lake, tau, dr)
         if a.verbose:
             print(f"(tick {tau}: {time.time() - t0:.1f} s)", flush=True)
+    if a.compare:
+        bad = compare(mod.resolve(conf["program"]), a.compare, lake, a.start, a.end)
+        if bad:
+            print(f"check: the lake's answers differ from `hypo run` at tick(s) "
+                  f"{', '.join(map(str, bad))}", file=sys.stderr)
+            return 1
+        print(f"check: the lake's answers of ticks {a.start}..{a.end} equal `hypo run "
+              f"{os.path.relpath(conf['program'])} --stream {os.path.relpath(a.compare)}`'s")
     with redirected(log_path):  # Spark's goodbye goes to the log too
         from jobs.spark import active
 
         s = active()
         if s is not None:
             s.stop()
+        import logging
+
+        logging.getLogger("py4j").setLevel(logging.WARNING)  # its goodbye comes at exit
     return 0
 
 
