@@ -187,8 +187,7 @@ def read_arrow(path: str, kind: str, version: Optional[int] = None,
         arrays = []
         for f in out_schema:
             if f.name in parts:
-                arrays.append(pa.array([pv[f.name]] * t.num_rows, type=pa.int64() if pv[f.name] is None
-                                       or isinstance(pv[f.name], int) else pa.string()).cast(f.type))
+                arrays.append(pa.array([pv[f.name]] * t.num_rows).cast(f.type))
             elif f.name in present:
                 arrays.append(t.column(f.name).cast(f.type))
             else:

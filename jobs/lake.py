@@ -212,14 +212,18 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     L = Lake(lake).require()
     L.check_program(program)
     _ = L.program
+    tickjob.preflight(L, tick)
     spark = session(master)
     return tickjob.run_tick(L, tick, spark, _buckets(spark, buckets))
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
               program: Optional[str] = None, buckets: Optional[int] = None) -> list[dict]:
+    from . import tick as tickjob
+
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")
+    tickjob.preflight(Lake(lake).require(), start)
     return [run_tick(lake, t, master, program=program, buckets=buckets)
             for t in range(start, end + 1)]
 

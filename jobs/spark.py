@@ -10,7 +10,7 @@ from typing import Optional
 
 DEFAULT_MASTER = "local[2]"
 _LOG4J = """status = error
-rootLogger.level = error
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -19,8 +19,10 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
 """
 _shipped: set = set()
 

@@ -133,6 +133,25 @@ class Lake:
                                name=f"{tick:08d}-{phase}-{run}.parquet")
         delta.commit(self.table("ticks"), "ticks", [act], mode="append",
                      metadata={"tick": str(tick), "run": run, "phase": phase}, exclusive=False)
+        if phase == "done":
+            self.compact_log()
+
+    def compact_log(self, max_files: int = 256) -> bool:
+        """Rewrite the ticks log as one file once it has many (skipped if another run
+        appended meanwhile: the overwrite is an exclusive commit)."""
+        dt = self.table("ticks")
+        if len(dt.file_uris()) <= max_files:
+            return False
+        path = self.path("ticks")
+        data = delta.read_arrow(path, "ticks", dt=dt)
+        act = delta.write_file(path, "ticks", data, "log", {},
+                               name=f"compacted-v{dt.version() + 1}.parquet")
+        try:
+            delta.commit(dt, "ticks", [act], mode="overwrite", metadata={"phase": "compact"})
+        except delta.CommitConflict:
+            os.remove(os.path.join(path, act.path))
+            return False
+        return True
 
     def ticks_log(self) -> list[dict]:
         t = delta.read_arrow(self.path("ticks"), "ticks")

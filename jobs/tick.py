@@ -342,19 +342,26 @@ def fault(phase: str, tau: int) -> None:
     raise InjectedFault(f"injected fault at {phase} of tick {tau}")
 
 
+def preflight(lake: Lake, tau: int, done: Optional[dict] = None) -> None:
+    """Refuse a tick whose predecessor has not completed (before any Spark work)."""
+    if tau < 0:
+        raise TickOrderError(f"tick {tau} is negative")
+    done = lake.done() if done is None else done
+    if tau > 0 and tau - 1 not in done:
+        last = lake.last_tick(done)
+        raise TickOrderError(
+            f"tick {tau} cannot run before tick {tau - 1} has completed (last completed tick: "
+            f"{last}); run `hypo lake run --from {last + 1} --to {tau}`")
+
+
 def _prev_state(ctx: TickContext, done: dict) -> tuple[int, list[str], list[dict], int]:
     """(state version of S_{τ-1} or -1, Spark files of its key-bound rows, its global rows,
     rows)."""
     tau = ctx.tau
     if tau == 0:
         return -1, [], [], 0
-    row = done.get(tau - 1)
-    if row is None:
-        last = ctx.lake.last_tick(done)
-        raise TickOrderError(
-            f"tick {tau} cannot run before tick {tau - 1} has completed (last completed tick: "
-            f"{last}); run `hypo lake run --from {last + 1} --to {tau}`")
-    v = row["state_version"]
+    preflight(ctx.lake, tau, done)
+    v = done[tau - 1]["state_version"]
     path = ctx.lake.path("state")
     dt = delta.open_table(path, v)
     hist_tick = _commit_tick(path, v)
@@ -673,8 +680,6 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
 
 def run_tick(lake: Lake, tau: int, spark, buckets: int) -> dict:
     """One tick, committed phase by phase (see module doc); returns the tick's summary."""
-    if tau < 0:
-        raise TickOrderError(f"tick {tau} is negative")
     lake.require()
     cp = lake.program
     tm = Timer()
@@ -700,7 +705,7 @@ def run_tick(lake: Lake, tau: int, spark, buckets: int) -> dict:
                                     "facts_version": str(ctx.versions["facts"]),
                                     "digest": r["state_digest"]}, what=what)
     except ConcurrentTickError as e:
-        raise ConcurrentTickError(f"{what} ({e}); nothing of this run was committed") from None
+        raise ConcurrentTickError(f"{e}; nothing of this run was committed") from None
     lake.log(tau, run, "state", facts_version=ctx.versions["facts"], prev_state_version=prev_v,
              state_version=sv, state_digest=r["state_digest"])
     fault("after_state_commit", tau)

@@ -1,0 +1,74 @@
+"""Helpers of the lake tests: the `hypo run` reference, per-tick answer lines, lake copies."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from collections import defaultdict
+from typing import Optional
+
+from reasoning.cli import default_until, main as hypo_main
+from reasoning.compiler import compile_file
+from reasoning.engine import Engine
+from reasoning.stream import read_stream_file
+
+
+def hypo(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = hypo_main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def until_of(program: str, stream: str, query: Optional[str] = None) -> int:
+    cp = compile_file(program, query)
+    return default_until(Engine(cp), read_stream_file(stream, cp))
+
+
+def reference(program: str, stream: str, until: int, query: Optional[str] = None,
+              all_: bool = False) -> dict[int, list[str]]:
+    """tick -> the lines `hypo run --format jsonl` prints for it."""
+    argv = ["run", program, "--stream", stream, "--format", "jsonl", "--until", str(until)]
+    if query:
+        argv += ["--query", query]
+    if all_:
+        argv.append("--all")
+    rc, out, err = hypo(*argv)
+    assert rc in (0, 1), err
+    by = defaultdict(list)
+    for line in out.splitlines():
+        by[json.loads(line)["tick"]].append(line)
+    return dict(by)
+
+
+def lake_lines(lake: str, tick: int, status: Optional[str] = None, main: str = "") -> list[str]:
+    """The lines `hypo lake answers --tick τ --format jsonl` prints."""
+    argv = ["lake", "--lake", lake, "answers", "--tick", str(tick)]
+    if status:
+        argv += ["--status", status]
+    rc, out, err = hypo(*argv)
+    assert rc == 0, err
+    return out.splitlines()
+
+
+def api_lines(lake: str, tick: int, status: Optional[str] = None, main: str = "") -> list[str]:
+    from jobs.lake import read_answers
+
+    objs = read_answers(lake, tick, status)
+    if not objs:
+        return [json.dumps({"tick": tick, "query": main, "status": "none"})]
+    return [json.dumps(o, ensure_ascii=False) for o in objs]
+
+
+def copy_lake(src: str, dst: str) -> str:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def write_program(tmp, text: str, name: str = "p.tdl") -> str:
+    p = os.path.join(str(tmp), name)
+    with open(p, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return p

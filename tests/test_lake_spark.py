@@ -1,0 +1,340 @@
+"""The lakehouse tick job end to end on Spark (one local[2] session for the module):
+equality with `hypo run` at every tick (Example 13, a generated 20-turbine stream, random
+programs), time travel, answer lifecycles, backfill, crash injection, concurrent commits and
+bad input files."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from jobs import delta
+from jobs import lake as api
+from jobs import tick as tickjob
+from jobs.errors import ConcurrentTickError, InjectedFault, TickOrderError
+from jobs.generate import random_case, turbine_program, turbine_stream, write_jsonl
+from jobs.store import Lake
+from lakehelp import (api_lines, copy_lake, hypo, lake_lines, reference, until_of,
+                      write_program)
+from reasoning.compiler import compile_file
+from reasoning.engine import Engine
+from reasoning.rows import to_rows
+from reasoning.stream import read_stream_file
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+TURBINES = "examples/wind_turbines.tdl"
+STREAM = "examples/wind_turbines.jsonl"
+MAIN = "OK(X, T)"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from jobs.spark import session
+
+    s = session("local[2]")
+    yield s
+    s.stop()
+
+
+def _cli(*argv: str) -> str:
+    rc, out, err = hypo("lake", *argv)
+    assert rc == 0, err
+    return out
+
+
+@pytest.fixture(scope="module")
+def turbine(spark, tmp_path_factory):
+    """Example 13 through `hypo lake`: init, ingest the stream, run ticks 0..8."""
+    d = tmp_path_factory.mktemp("turbine")
+    lake = str(d / "lake")
+    until = until_of(TURBINES, STREAM)
+    assert until == 8
+    _cli("--lake", lake, "init", "--program", TURBINES)
+    out = _cli("--lake", lake, "ingest", STREAM)
+    assert "5 fact row(s)" in out
+    out = _cli("--lake", lake, "run", "--from", "0", "--to", str(until))
+    assert out.count("\n") == until + 1
+    return {"lake": lake, "until": until, "ref": reference(TURBINES, STREAM, until),
+            "ref_all": reference(TURBINES, STREAM, until, all_=True), "dir": d}
+
+
+@pytest.fixture(scope="module")
+def base(turbine):
+    """Example 13 with ticks 0..2 done (for crash and concurrency tests)."""
+    lake = str(turbine["dir"] / "base")
+    api.init(lake, TURBINES)
+    api.ingest(lake, None, [STREAM])
+    api.run_range(lake, 0, 2)
+    return lake
+
+
+def _answers_rows(lake: str) -> list:
+    t = delta.read_arrow(os.path.join(lake, "answers"), "answers", columns=["tick", "json"])
+    return sorted((r["tick"], r["json"]) for r in t.to_pylist())
+
+
+# ------------------------------------------------------------------ equality with hypo run
+def test_example13_through_the_cli_equals_hypo_run(turbine):
+    lake = turbine["lake"]
+    for t in range(turbine["until"] + 1):
+        assert lake_lines(lake, t) == turbine["ref"][t], f"tick {t}"
+        assert api_lines(lake, t, "all", MAIN) == turbine["ref_all"][t], f"tick {t} (--all)"
+    st = api.lake_status(lake)
+    assert st["last_tick"] == 8 and st["incomplete_ticks"] == []
+    assert st["program"]["partition"].startswith("key positions")
+
+
+def test_answers_at_tick_2_after_tick_8_by_time_travel(turbine):
+    lake = turbine["lake"]
+    L = Lake(lake)
+    v2 = L.done()[2]["answers_version"]
+    assert v2 < L.table("answers").version()
+    assert lake_lines(lake, 2) == turbine["ref"][2]
+    assert lake_lines(lake, 2, "all") == turbine["ref_all"][2]
+    out = _cli("--lake", lake, "answers", "--tick", "3", "--format", "text", "--status", "all")
+    assert "OK(X, 1) for X ∉ {wt1, wt2}" in out and "pending       OK(wt2, 1)" in out
+
+
+def test_history_of_ok_wt2_1(turbine):
+    ev = api.history(turbine["lake"], "OK(wt2, 1)")
+    by = {e["tick"]: e for e in ev}
+    assert by[1]["status"] == "pending" and not by[1]["exact"]  # OK(X, 1) covers it
+    assert by[3]["status"] == "pending" and by[3]["exact"] and by[3]["answer"] == "OK(wt2, 1)"
+    assert by[4]["status"] == "definite" and by[4]["event"] == "confirmed (definite)"
+    assert by[4]["evidence"] == ["not Shdn(wt2, 2)"] and max(by) == 4
+    ev = api.history(turbine["lake"], "OK(wt1, 1)")
+    assert ev[-1]["tick"] == 3 and ev[-1]["status"] == "refuted"  # Shdn(wt1, 2) is definite
+    out = _cli("--lake", turbine["lake"], "history", "OK(wt2, 1)")
+    assert "tick 4    definite      confirmed (definite)" in out
+
+
+def test_lifecycle_hypothetical_to_definite_and_refuted(spark, tmp_path):
+    """A positive query has real hypothetical answers: Shdn(wt1, 2) is confirmed at tick 3,
+    Shdn(wt2, 2) is refuted at tick 4 (Hot(wt2, 1) never arrived within δ = 3)."""
+    q = "Shdn(X, T)"
+    lake = str(tmp_path / "lake")
+    until = 4  # enough for both outcomes
+    _cli("--lake", lake, "init", "--program", TURBINES, "--query", q)
+    _cli("--lake", lake, "ingest", STREAM)
+    api.run_range(lake, 0, until)
+    ref = reference(TURBINES, STREAM, until, q, all_=True)
+    for t in range(until + 1):
+        assert api_lines(lake, t, "all", q) == ref[t], f"tick {t}"
+    ev = api.history(lake, "Shdn(wt1, 2)")
+    assert [(e["tick"], e["status"]) for e in ev] == [
+        (0, "hypothetical"), (1, "hypothetical"), (2, "hypothetical"), (3, "definite")]
+    assert ev[0]["event"] == "first seen (hypothetical)" and ev[0]["evidence"] == ["Hot(wt1, 0)"]
+    assert ev[3]["evidence"] == ["Hot(wt1, 0)", "Hot(wt1, 1)", "Hot(wt1, 2)"]
+    ev = api.history(lake, "Shdn(wt2, 2)")
+    assert [(e["tick"], e["status"]) for e in ev] == [
+        (2, "hypothetical"), (3, "hypothetical"), (4, "refuted")]
+    assert ev[0]["deadline"] == 5 and ev[0]["hypotheses"] == ["Hot(wt2, 1)", "Hot(wt2, 2)"]
+    # a program mismatch: same text, another query
+    rc, _, err = hypo("lake", "--lake", lake, "init", "--program", TURBINES)
+    assert rc == 2 and "program mismatch" in err
+
+
+def _state_rows(lake: str, tick: int) -> list:
+    v = Lake(lake).done()[tick]["state_version"]
+    t = delta.read_arrow(os.path.join(lake, "state"), "state", version=v)
+    out = []
+    for r in t.to_pylist():
+        r.pop("key")
+        out.append(json.dumps(r, sort_keys=True))
+    return sorted(out)
+
+
+def test_generated_turbines_20_devices_equal_hypo_run_and_engine_state(spark, tmp_path):
+    delays, rows = turbine_stream(20, 5, max_delay=3, seed=11)
+    prog = write_program(tmp_path, turbine_program(delays))
+    stream = str(tmp_path / "s.jsonl")
+    write_jsonl(rows, stream)
+    until = until_of(prog, stream)
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    api.ingest(lake, None, [stream])
+    ref = reference(prog, stream, until)
+    ref_all = reference(prog, stream, until, all_=True)
+    cp = compile_file(prog)
+    st = read_stream_file(stream, cp)
+    eng = Engine(cp)
+    groups = 0
+    for t in range(until + 1):
+        s = api.run_tick(lake, t)
+        groups = max(groups, s["counts"]["groups"])
+        assert api_lines(lake, t, None, MAIN) == ref[t], f"tick {t}"
+        assert api_lines(lake, t, "all", MAIN) == ref_all[t], f"tick {t} (--all)"
+        eng.step([f for f, _ in st.slices.get(t, ())], t)
+        single = sorted(json.dumps({k: v for k, v in r.items() if k != "key"}, sort_keys=True)
+                        for r in to_rows(eng))
+        assert _state_rows(lake, t) == single, f"S_{t} differs from the single engine's"
+    assert groups >= 3  # several buckets of keys and the global group
+
+
+@pytest.mark.parametrize("seed,buckets", [(1, 0), (3, None)])
+def test_random_programs_equal_hypo_run(spark, tmp_path, seed, buckets):
+    """Differential: small random programs (seed 3 has no partition key: one partition);
+    buckets=0 groups by the key value itself, None by hash buckets of it."""
+    text, rows = random_case(seed, n_devices=4, n_times=4)
+    prog = write_program(tmp_path, text)
+    stream = str(tmp_path / "s.jsonl")
+    write_jsonl(rows, stream)
+    until = until_of(prog, stream)
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    api.ingest(lake, None, [stream])
+    api.run_range(lake, 0, until, buckets=buckets)
+    ref_all = reference(prog, stream, until, all_=True)
+    for t in range(until + 1):
+        assert api_lines(lake, t, "all", "B(X, T)") == ref_all[t], f"seed {seed} tick {t}"
+
+
+# ------------------------------------------------------------------ reliability
+def test_backfill_gives_the_same_answers_and_tables(turbine, tmp_path):
+    lake = copy_lake(turbine["lake"], str(tmp_path / "lake"))
+    L = Lake(lake)
+    before = _answers_rows(lake)
+    done = L.done()
+    s = api.run_tick(lake, 3)  # recomputes S_3 from S_2 (time travel)
+    assert s["prev_state_version"] == done[2]["state_version"]
+    assert s["answers_digest"] == done[3]["answers_digest"]
+    assert s["state_digest"] == done[3]["state_digest"]
+    assert lake_lines(lake, 3) == turbine["ref"][3]
+    assert _answers_rows(lake) == before  # tick 3's rows replaced, not duplicated
+    api.run_range(lake, 6, 8)
+    assert _answers_rows(lake) == before
+    assert _state_rows(lake, 8) == _state_rows(turbine["lake"], 8)
+    assert Lake(lake).done()[8]["state_digest"] == done[8]["state_digest"]
+    with pytest.raises(TickOrderError, match="tick 10 cannot run before tick 9"):
+        api.run_tick(lake, 10)
+
+
+@pytest.mark.parametrize("phase", ["after_state_commit", "after_answers_commit", "before_done"])
+def test_crash_leaves_previous_tick_readable_and_rerun_completes(base, turbine, tmp_path,
+                                                                 monkeypatch, phase):
+    lake = copy_lake(base, str(tmp_path / "lake"))
+    monkeypatch.setenv("HYPO_LAKE_FAULT", f"{phase}@3")
+    with pytest.raises(InjectedFault):
+        api.run_tick(lake, 3)
+    monkeypatch.delenv("HYPO_LAKE_FAULT")
+    st = api.lake_status(lake)
+    assert st["last_tick"] == 2 and st["incomplete_ticks"] == [3]
+    assert api_lines(lake, None, "all", MAIN) == turbine["ref_all"][2]  # readable at tick 2
+    with pytest.raises(TickOrderError):
+        api.run_tick(lake, 4)
+    s = api.run_tick(lake, 3)
+    ref_done = Lake(turbine["lake"]).done()[3]
+    assert s["state_digest"] == ref_done["state_digest"]
+    assert s["answers_digest"] == ref_done["answers_digest"]
+    rows = [r for r in _answers_rows(lake) if r[0] == 3]
+    assert len(rows) == len(turbine["ref_all"][3])  # no duplicate, no lost row
+    assert api_lines(lake, 3, "all", MAIN) == turbine["ref_all"][3]
+    assert api.lake_status(lake)["incomplete_ticks"] == []
+
+
+def test_killed_process_then_rerun(base, turbine, tmp_path):
+    """A real crash: the CLI process dies right after the state commit of tick 3."""
+    lake = copy_lake(base, str(tmp_path / "lake"))
+    env = dict(os.environ, HYPO_LAKE_FAULT="after_state_commit@3", HYPO_LAKE_FAULT_MODE="exit")
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "lake", "--lake", lake, "tick",
+                        "3"], env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 75, p.stderr
+    L = Lake(lake)
+    assert 3 not in L.done() and L.table("state").version() > L.done()[2]["state_version"]
+    s = api.run_tick(lake, 3)
+    assert s["answers_digest"] == Lake(turbine["lake"]).done()[3]["answers_digest"]
+    assert api_lines(lake, 3, "all", MAIN) == turbine["ref_all"][3]
+
+
+def test_concurrent_runs_of_a_tick_cannot_both_commit(base, turbine, tmp_path):
+    lake = copy_lake(base, str(tmp_path / "lake"))
+    other: dict = {}
+
+    def race(phase: str, tau: int) -> None:
+        if phase == "after_compute" and not other:
+            other["started"] = True
+            other["summary"] = api.run_tick(lake, 3)  # the other run wins the commits
+
+    tickjob.HOOKS.append(race)
+    try:
+        with pytest.raises(ConcurrentTickError, match="tick 3 is being written by another run"):
+            api.run_tick(lake, 3)
+    finally:
+        tickjob.HOOKS.remove(race)
+    L = Lake(lake)
+    assert [r["run"] for r in L.ticks_log() if r["tick"] == 3 and r["phase"] == "done"] == \
+        [other["summary"]["run"]]
+    ticks = Counter(h.get("tick") for h in L.table("state").history())
+    assert ticks["3"] == 1  # one state commit for tick 3
+    assert api_lines(lake, 3, "all", MAIN) == turbine["ref_all"][3]
+
+
+def test_bad_input_files_go_to_quarantine(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    bad_lines = [
+        '{"tick": 2, "fact": "Foo(wt1, 1)"}',  # unknown predicate
+        '{"tick": 2, "fact": "Shdn(wt1, 2)"}',  # IDB predicate
+        '{"tick": 2, "fact": "Hot(wt1, wt2, 2)"}',  # arity
+        '{"tick": 2, "fact": "Hot(wt2, 5)"}',  # after its arrival tick
+        '{"tick": 2, "fact": "Hot(wt3, 0)"}',  # late: δ(Hot(wt3, T)) = 1
+        '{"tick": 2, "fact": "Hot(wt1, 2)"}',  # duplicate (also in the stream's slice 2)
+        '{"tick": 2, "fact": "Hot(wt1, 2)"',  # truncated JSON
+        '{"tick": 2, "fact": ["Hot(wt1, 2)"]}',  # wrong type
+        '{"tick": 2, "fact": "' + "Hot" * 30000 + '"}',  # over-long line
+    ]
+    combined = str(tmp_path / "combined.jsonl")  # for `hypo run` on the same input
+    with open(STREAM) as fh, open(combined, "w") as out:
+        out.write(fh.read() + "\n".join(bad_lines) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes("\n".join(bad_lines).encode() + b"\n\x00\x9f\x92garbage\xff\n")
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"PAR1" + os.urandom(200))
+    (tmp_path / "bad.csv").write_text("pred,args,time\nHot,wt2,two\nHot,wt2\n")
+    api.ingest(lake, None, [STREAM])
+    rc, out, err = hypo("lake", "--lake", lake, "ingest", "--tick", "2", str(bad), str(junk),
+                        str(tmp_path / "bad.csv"))
+    assert rc == 0, err
+    assert "6 fact row(s)" in out and "bad_json 1" in out and "unreadable_file 1" in out
+    assert os.listdir(os.path.join(lake, "_hypo", "rejected"))  # a copy of the junk file
+    # a producer appends a facts file with wrong column types straight into the table
+    path = os.path.join(lake, "facts")
+    t = pa.table({"pred": ["Hot"], "args": [["wt1"]], "time": ["4"]})
+    os.makedirs(os.path.join(path, "tick=4"))
+    pq.write_table(t, os.path.join(path, "tick=4", "producer.parquet"))
+    delta.commit(delta.open_table(path), "facts",
+                 [delta.file_action(path, "tick=4/producer.parquet", {"tick": "4"})],
+                 exclusive=False)
+    sums = api.run_range(lake, 0, 4)
+    c2 = sums[2]["counts"]
+    assert c2["rejected"] == 5 and c2["duplicates"] == 1 and c2["accepted"] == 2
+    assert sums[4]["counts"]["rejected"] == 1
+    st = api.lake_status(lake)
+    q = st["quarantine"]["by_reason"]
+    for code in ("unknown_predicate", "idb_predicate", "arity", "future_time", "late",
+                 "duplicate", "bad_json", "wrong_type", "too_long", "bad_encoding",
+                 "unreadable_file", "wrong_schema"):
+        assert q.get(code), code
+    # every line of the bad files is a fact row or a quarantine row
+    n_lines = len(bad_lines) + 1 + 2 + 1  # + garbage line, 2 csv rows, the junk file
+    assert st["rows"]["facts"] == 5 + 6 + 1 and st["quarantine"]["by_stage"]["ingest"] == \
+        n_lines - 6
+    # and the answers are those of `hypo run` on the same lines (which refuses the same)
+    ref = reference(TURBINES, combined, 4)
+    for t in range(5):
+        assert api_lines(lake, t, None, MAIN) == ref[t], f"tick {t}"
+    rc, _, err = hypo("run", TURBINES, "--stream", combined, "--until", "4")
+    reasons = set(delta.read_arrow(os.path.join(lake, "quarantine"), "quarantine",
+                                   columns=["reason"]).column("reason").to_pylist())
+    for why in ("unknown predicate Foo (EDB predicates: Hot)",
+                "timestamp 5 is after its arrival tick 2", "Hot takes 2 arguments, got 3",
+                "Shdn is defined by rules (IDB); only EDB facts may arrive"):
+        assert why in err and why in reasons
