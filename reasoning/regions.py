@@ -165,10 +165,7 @@ def partition(b: Binding, ng: frozenset, covers: list[Cover]):
                 else:
                     nxt.append((pb, png))
                 continue
-            for c in sorted(values, key=str):
-                got = _bind(pb, png, ((v, c),))
-                if got is not None:
-                    inside.append(got)
+            inside.extend(_bind_each(pb, png, v, values))
             excl = frozenset((((v, c),) for c in values))
             nxt.append((pb, png | excl))
         outside = nxt
@@ -180,6 +177,35 @@ def partition(b: Binding, ng: frozenset, covers: list[Cover]):
             nxt.extend(outs)
         outside = nxt
     return inside, outside
+
+
+def _bind_each(b: Binding, ng: frozenset, v: int, values) -> list:
+    """The pieces b[v := c] for every c in values, in O(|ng| + |values|): the nogoods not
+    mentioning v are shared, single-variable exclusions of v are a set look-up."""
+    keep, excluded, multi = [], set(), []
+    for n in ng:
+        if len(n) == 1 and n[0][0] == v:
+            excluded.add(n[0][1])
+        elif any(x == v for x, _ in n):
+            multi.append(n)
+        else:
+            keep.append(n)
+    keep_fs = frozenset(keep)
+    out = []
+    for c in sorted(values, key=str):
+        if c in excluded:
+            continue
+        nb = list(b)
+        nb[v] = c
+        nb = tuple(nb)
+        png = keep_fs
+        if multi:
+            red = reduce_nogoods(frozenset(multi), nb)
+            if red is None:
+                continue
+            png = keep_fs | red
+        out.append((nb, png))
+    return out
 
 
 def _split(b: Binding, ng: frozenset, c: Cover):

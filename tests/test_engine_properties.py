@@ -3,6 +3,8 @@ online engine acceptance) on random nonrecursive, T-stratified programs and δ-r
 streams."""
 from __future__ import annotations
 
+import re
+
 from hypothesis import HealthCheck, given, settings
 
 from reasoning.cli import answers_at
@@ -15,6 +17,7 @@ from reasoning.syntax import Atom, Const, Time
 from tests.gen import cases
 
 GROUND = True
+_VAR = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?![A-Za-z0-9_(])")
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -108,7 +111,8 @@ def test_hypothetical_answers_are_supported(case):
                                                      o["evidence"] + o["hypotheses"]):
                 continue
             from reasoning.parser import parse_fact
-            premises = [parse_fact(l) for l in o["evidence"] + o["hypotheses"]]
+            # existential variables (not in the query) stay schematic: any constant will do
+            premises = [parse_fact(_VAR.sub("fresh", l)) for l in o["evidence"] + o["hypotheses"]]
             got = ref_answers(cp.program, cp.main.atom, premises, tau + 14, cp.domain)
             assert _key(o["substitution"]) in set(got), o
 
