@@ -131,6 +131,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             s0, e0 = api.default_range(lake)
             start = s0 if start is None else start
             end = e0 if end is None else end
+            if start > end:
+                out.write(f"nothing to run: ticks up to {end} are complete\n")
+                return 0
         for t in range(start, end + 1):
             s = api.run_tick(lake, t, args.master, program=args.program, buckets=args.buckets)
             out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
@@ -188,6 +191,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                   f"{_ranges(s['completed_ticks']) or 'none'}")
         if s["incomplete_ticks"]:
             out.write(f"   incomplete (re-run them): {_ranges(s['incomplete_ticks'])}")
+        if s["stale_ticks"]:
+            out.write(f"   stale (their S_τ-1 changed; re-run from {s['stale_ticks'][0]}): "
+                      f"{_ranges(s['stale_ticks'])}")
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
         out.write("  rows: " + ", ".join(f"{k} {v}" for k, v in s["rows"].items()
                                          if k != "ticks") + "\n")

@@ -214,7 +214,8 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     _ = L.program
     tickjob.preflight(L, tick)
     spark = session(master)
-    return tickjob.run_tick(L, tick, spark, _buckets(spark, buckets))
+    kpe = int(os.environ.get("HYPO_LAKE_KEYS_PER_ENGINE", "32"))
+    return tickjob.run_tick(L, tick, spark, _buckets(spark, buckets), kpe)
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
@@ -400,6 +401,15 @@ def lake_status(lake: str) -> dict:
     for r in log:
         latest_phase[r["tick"]] = r
     incomplete = sorted({t for t, r in latest_phase.items() if r["phase"] != "done"})
+    # a tick is stale if the S_{τ-1} it read is not (by digest) the one tick τ-1 now has
+    # (tick τ-1 was re-run over different facts): re-run from it
+    digests = {h["version"]: h.get("digest") for h in L.table("state").history()}
+    stale = []
+    for t, r in sorted(done.items()):
+        p = done.get(t - 1)
+        used = digests.get(r["prev_state_version"])
+        if t > 0 and p is not None and used is not None and used != p["state_digest"]:
+            stale.append(t)
     ft = pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
     fticks = sorted({a.get("partition.tick") for a in ft if a.get("partition.tick") is not None})
     last_row = done.get(last)
@@ -410,6 +420,7 @@ def lake_status(lake: str) -> dict:
         "last_tick": last,
         "completed_ticks": sorted(done),
         "incomplete_ticks": incomplete,
+        "stale_ticks": stale,
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,

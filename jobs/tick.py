@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Optional
@@ -56,7 +57,7 @@ HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, 
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
                 "after_quarantine_commit", "before_done")
 
-GIN = ("gkey string, kind string, template long, binding string, evidence_idx array<long>, "
+GIN = ("gkey string, key string, kind string, template long, binding string, evidence_idx array<long>, "
        "nogoods string, pred string, args array<string>, time long, source string, line long, "
        "batch string")
 _GOUT_EXTRA = [
@@ -67,7 +68,7 @@ _GOUT_EXTRA = [
     ("batch", "string"), ("n_new", "long"), ("n_accepted", "long"), ("n_dup", "long"),
     ("n_dup_engine", "long"), ("n_state", "long"), ("n_answers", "long"), ("n_definite", "long"),
     ("n_hypothetical", "long"), ("n_pending", "long"), ("sd_hi", "long"), ("sd_lo", "long"),
-    ("ad_hi", "long"), ("ad_lo", "long"),
+    ("ad_hi", "long"), ("ad_lo", "long"), ("n_nulls", "long"),
 ]
 GOUT_COLS = list(STATE_COLUMNS.items()) + _GOUT_EXTRA
 GOUT = ", ".join(f"`{n}` {t}" for n, t in GOUT_COLS)
@@ -156,111 +157,183 @@ def _row_digest(row: dict) -> str:
     return json.dumps({c: row.get(c) for c in STATE_COLS}, sort_keys=True, ensure_ascii=False)
 
 
+def _list(a) -> list:
+    """A list column value (numpy array from Arrow) as a list of Python values."""
+    return a.tolist() if hasattr(a, "tolist") else list(a)
+
+
+def _parse_globals(pk: PartitionKey, rows: list[dict]) -> list[tuple]:
+    """Global rows with their nogoods split: (row, nogoods not on the key variable, key value
+    -> nogoods on the key variable with that value)."""
+    out = []
+    for r in rows:
+        kv = pk.key_var_name.get(r["template"])
+        rest, keyed = [], {}
+        for n in json.loads(r["nogoods"]):
+            vals = [v for name, v in n if name == kv]
+            if vals:
+                keyed.setdefault(str(vals[0]), []).append(n)
+            else:
+                rest.append(n)
+        out.append((r, rest, keyed))
+    return out
+
+
+def _restricted(globals_: list[tuple], keys: Optional[list]) -> list[dict]:
+    """The global rows as an engine for `keys` needs them: nogoods on other key values are
+    irrelevant there (no fact or answer of that engine can bind the key variable to them);
+    keys None: all nogoods (the carrier group)."""
+    out = []
+    for r, rest, keyed in globals_:
+        if keys is None:
+            ngs = rest + [n for ns in keyed.values() for n in ns]
+        else:
+            ngs = rest + [n for k in keys for n in keyed.get(k, ())]
+        out.append({"kind": "answer", "template": r["template"], "binding": r["binding"],
+                    "evidence_idx": r["evidence_idx"], "nogoods": json.dumps(ngs)})
+    return out
+
+
 def group_update(P: dict, pdf):
-    """One group: the pure update S_{τ-1} × D|τ → S_τ on its rows plus the global rows."""
+    """One group (a key value, or a hash bucket of key values): the pure update
+    S_{τ-1} × D|τ → S_τ (reasoning.rows.advance: load_rows, Engine.step, to_rows) per chunk
+    of at most P["keys_per_engine"] key values, each with the global rows.  Emits the
+    key-bound S_τ rows, the rendered key-bound answers, this group's merged version of the
+    global rows, quarantine rows for duplicates, and counts."""
     import pandas as pd
 
     cp, pk = _program(P)
     tau = P["tau"]
     gkey = pdf["gkey"].iat[0]
-    state_rows: list[dict] = []
-    new: list[tuple] = []
-    for kind, tpl, binding, ev, ng, pred, args, t, src, line, batch in zip(
-            pdf["kind"], pdf["template"], pdf["binding"], pdf["evidence_idx"], pdf["nogoods"],
-            pdf["pred"], pdf["args"], pdf["time"], pdf["source"], pdf["line"], pdf["batch"]):
+    carrier = gkey == GLOBAL
+    state_by: dict[str, list] = {}
+    new_by: dict[str, list] = {}
+    for kind, key, tpl, binding, ev, ng, pred, args, t, src, line, batch in zip(
+            pdf["kind"], pdf["key"], pdf["template"], pdf["binding"], pdf["evidence_idx"],
+            pdf["nogoods"], pdf["pred"], pdf["args"], pdf["time"], pdf["source"], pdf["line"],
+            pdf["batch"]):
         if kind == "answer":
-            state_rows.append({"kind": "answer", "template": int(tpl), "binding": binding,
-                               "evidence_idx": [int(i) for i in ev], "nogoods": ng})
+            state_by.setdefault(key, []).append(
+                {"kind": "answer", "template": int(tpl), "binding": binding,
+                 "evidence_idx": _list(ev), "nogoods": ng})
         elif kind == "fact":
-            state_rows.append({"kind": "fact", "pred": pred, "args": [str(a) for a in args],
-                               "time": int(t)})
+            state_by.setdefault(key, []).append(
+                {"kind": "fact", "pred": pred, "args": _list(args), "time": int(t)})
         elif kind == "new":
-            new.append((src or "", 0 if line is None or pd.isna(line) else int(line), batch or "",
-                        Fact(pred, tuple(str(a) for a in args), int(t))))
-    # duplicates: in the slice, or still in the window W (arrived at an earlier tick)
-    window = set()
-    for r in state_rows:
-        if r["kind"] == "fact":
-            args = tuple(r["args"])
-            if r["time"] + cp.delays.ground(r["pred"], args) > tau:
-                window.add((r["pred"], args, r["time"]))
-    new.sort(key=lambda x: (x[0], x[1], x[2], x[3].pred, x[3].args, x[3].time))
-    seen: set = set()
-    facts: list[Fact] = []
-    out: list[dict] = []
-    for src, line, batch, f in new:
-        k = (f.pred, f.args, f.time)
-        if k in seen or k in window:
-            why = (f"duplicate of a fact already in slice {tau}" if k in seen
-                   else "duplicate: this fact already arrived at an earlier tick")
-            out.append({"rtype": "Q", "reason_code": "duplicate", "reason": why, "source": src,
-                        "line": line, "batch": batch, "pred": f.pred, "args": list(f.args),
-                        "time": f.time, "hypotheses": [str(f)]})
-            continue
-        seen.add(k)
-        facts.append(f)
-    state_rows.extend(P["globals"])
-    eng = load_rows(cp, state_rows, tau - 1)
-    rep = eng.step(facts, tau)
-    glob = gkey == GLOBAL
+            new_by.setdefault(key, []).append(
+                (src or "", 0 if line is None or pd.isna(line) else int(line), batch or "",
+                 Fact(pred, tuple(_list(args)), int(t))))
+    globals_ = _parse_globals(pk, P["globals"])
+    keys = sorted(set(state_by) | set(new_by))
+    m = max(1, int(P.get("keys_per_engine") or 1))
+    chunks: list = [keys[i:i + m] for i in range(0, len(keys), m)]
+    if carrier:
+        chunks = [None]  # the carrier: no key, every inherited nogood
+    elif not chunks:
+        chunks = [[]]  # single partition, no data: the answers still evolve
 
     def key_of(_eng, x):
         if isinstance(x, Fact):
             return pk.fact_key(x)
         return pk.answer_key(x.tid, x.b)
 
-    sd = 0
-    n_state = 0
-    for r in to_rows(eng, key_of):
-        if r["kind"] == "meta":
-            continue
-        if r["key"] is None:
-            ngs = json.loads(r["nogoods"])
-            rest, keyed = _split_nogoods(pk, r["template"], ngs)
-            out.append({"rtype": "G", "template": r["template"], "binding": r["binding"],
-                        "evidence_idx": r["evidence_idx"], "ng_rest": rest, "ng_key": keyed})
-            continue
-        if glob:
-            raise AssertionError(f"the global group produced a key-bound row {r}")
-        r["rtype"] = "S"
-        out.append(r)
-        n_state += 1
-        sd = delta.digest_add(sd, _row_digest(r))
-    ex = Explainer(eng)
-    counts = {"definite": 0, "hypothetical": 0, "pending": 0}
-    ad = 0
-    seen_ans: set = set()
-    main = eng.main_qid
-    for a in rep.snapshot:
-        tp = eng.templates[a.tid]
-        if tp.qid != main:
-            continue
-        key = pk.answer_key(a.tid, a.b)
-        if key is None:
-            ngs = _nogood_lists(tp, a.ng)
-            rest, keyed = _split_nogoods(pk, a.tid, ngs)
-            out.append({"rtype": "H", "template": a.tid,
-                        "binding": json.dumps({tp.names[i]: v for i, v in enumerate(a.b)
-                                               if v is not None}, sort_keys=True),
-                        "evidence_idx": sorted(a.ev), "ng_rest": rest, "ng_key": keyed,
-                        "deadline": None if eng.is_definite(a) else ex.deadline(a)})
-            continue
-        obj = ex.render(a, tau)
-        cols = answer_columns(obj, key)
-        if cols["sort_key"] in seen_ans:
-            continue
-        seen_ans.add(cols["sort_key"])
-        cols["rtype"] = "A"
-        out.append(cols)
-        counts[obj["status"]] += 1
-        ad = delta.digest_add(ad, cols["json"])
+    out: list[dict] = []
+    merged: dict[tuple, dict] = {}
+    cnt = Counter()
+    sd = ad = 0
+
+    def merge(rtype: str, tid: int, binding: str, ev: list, ngs: list, deadline=None,
+              null: int = 0) -> None:
+        rest, keyed = _split_nogoods(pk, tid, ngs)
+        k = (rtype, tid, binding, tuple(ev), rest)
+        cur = merged.get(k)
+        if cur is None:
+            cur = merged[k] = {"rtype": rtype, "template": tid, "binding": binding,
+                               "evidence_idx": list(ev), "ng_rest": rest, "ng_key": set(),
+                               "deadline": None, "n_nulls": 0}
+        cur["ng_key"].update(keyed)
+        cur["n_nulls"] += null
+        if deadline is not None and (cur["deadline"] is None or deadline > cur["deadline"]):
+            cur["deadline"] = deadline
+
+    for chunk in chunks:
+        state_rows: list[dict] = []
+        new: list[tuple] = []
+        for k in chunk or ():
+            state_rows.extend(state_by.get(k, ()))
+            new.extend(new_by.get(k, ()))
+        # duplicates: in the slice, or still in the window W (arrived at an earlier tick)
+        window = set()
+        for r in state_rows:
+            if r["kind"] == "fact":
+                args = tuple(r["args"])
+                if r["time"] + cp.delays.ground(r["pred"], args) > tau:
+                    window.add((r["pred"], args, r["time"]))
+        new.sort(key=lambda x: (x[0], x[1], x[2], x[3].pred, x[3].args, x[3].time))
+        seen: set = set()
+        facts: list[Fact] = []
+        for src, line, batch, f in new:
+            k = (f.pred, f.args, f.time)
+            if k in seen or k in window:
+                why = (f"duplicate of a fact already in slice {tau}" if k in seen
+                       else "duplicate: this fact already arrived at an earlier tick")
+                out.append({"rtype": "Q", "reason_code": "duplicate", "reason": why,
+                            "source": src, "line": line, "batch": batch, "pred": f.pred,
+                            "args": list(f.args), "time": f.time, "hypotheses": [str(f)]})
+                continue
+            seen.add(k)
+            facts.append(f)
+        cnt["n_new"] += len(new)
+        cnt["n_dup"] += len(new) - len(facts)
+        eng = load_rows(cp, state_rows + _restricted(globals_, chunk), tau - 1)
+        rep = eng.step(facts, tau)
+        cnt["n_accepted"] += rep.accepted
+        cnt["n_dup_engine"] += rep.duplicates
+        for r in to_rows(eng, key_of):
+            if r["kind"] == "meta":
+                continue
+            if r["key"] is None:
+                merge("G", r["template"], r["binding"], r["evidence_idx"],
+                      json.loads(r["nogoods"]))
+                continue
+            if carrier:
+                raise AssertionError(f"the global group produced a key-bound row {r}")
+            r["rtype"] = "S"
+            out.append(r)
+            cnt["n_state"] += 1
+            sd = delta.digest_add(sd, _row_digest(r))
+        ex = Explainer(eng)
+        seen_ans: set = set()
+        for a in rep.snapshot:
+            tp = eng.templates[a.tid]
+            if tp.qid != eng.main_qid:
+                continue
+            key = pk.answer_key(a.tid, a.b)
+            if key is None:
+                d = None if eng.is_definite(a) else ex.deadline(a)
+                merge("H", a.tid, json.dumps({tp.names[i]: v for i, v in enumerate(a.b)
+                                              if v is not None}, sort_keys=True),
+                      sorted(a.ev), _nogood_lists(tp, a.ng), d,
+                      int(d is None and not eng.is_definite(a)))
+                continue
+            obj = ex.render(a, tau)
+            cols = answer_columns(obj, key)
+            if cols["sort_key"] in seen_ans:
+                continue
+            seen_ans.add(cols["sort_key"])
+            cols["rtype"] = "A"
+            out.append(cols)
+            cnt["n_answers"] += 1
+            cnt[f"n_{obj['status']}"] += 1
+            ad = delta.digest_add(ad, cols["json"])
+    for v in merged.values():
+        v["ng_key"] = sorted(v["ng_key"])
+        out.append(v)
     sh, sl = _split16(sd)
     ah, al = _split16(ad)
-    out.append({"rtype": "C", "n_new": len(new), "n_accepted": rep.accepted,
-                "n_dup": len(new) - len(facts), "n_dup_engine": rep.duplicates,
-                "n_state": n_state, "n_answers": len(seen_ans), "n_definite": counts["definite"],
-                "n_hypothetical": counts["hypothetical"], "n_pending": counts["pending"],
-                "sd_hi": sh, "sd_lo": sl, "ad_hi": ah, "ad_lo": al})
+    out.append({"rtype": "C", **{k: cnt[k] for k in (
+        "n_new", "n_accepted", "n_dup", "n_dup_engine", "n_state", "n_answers", "n_definite",
+        "n_hypothetical", "n_pending")}, "sd_hi": sh, "sd_lo": sl, "ad_hi": ah, "ad_lo": al})
     cols = [n for n, _ in GOUT_COLS]
     return pd.DataFrame.from_records([{c: r.get(c) for c in cols} for r in out], columns=cols)
 
@@ -322,6 +395,7 @@ class TickContext:
     cp: CompiledProgram
     pk: PartitionKey
     buckets: int
+    keys_per_engine: int = 32
     versions: dict = field(default_factory=dict)  # table -> version read at start
     tables: dict = field(default_factory=dict)  # table -> DeltaTable at that version
 
@@ -488,9 +562,8 @@ def merge_small(rows, cnames) -> tuple[list[dict], dict]:
                           "evidence_idx": list(r["evidence_idx"]), "ng_rest": r["ng_rest"],
                           "ng_keys": set(), "deadline": None, "nulls": 0}
         m["ng_keys"].update(r["ng_key"] or ())
-        if r["deadline"] is None:
-            m["nulls"] += 1
-        elif m["deadline"] is None or r["deadline"] > m["deadline"]:
+        m["nulls"] += int(r["n_nulls"] or 0)
+        if r["deadline"] is not None and (m["deadline"] is None or r["deadline"] > m["deadline"]):
             m["deadline"] = r["deadline"]
     return list(acc.values()), c
 
@@ -505,7 +578,7 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
     info = lake.program_info
     P = {"program_id": lake.program_id(), "text": lake.program_text,
          "file": info.get("file", "program.tdl"), "query": info.get("query"), "tau": tau,
-         "globals": global_rows}
+         "globals": global_rows, "keys_per_engine": ctx.keys_per_engine}
     res: dict[str, Any] = {"dq": [], "n_rejected": 0, "n_slice": 0}
     # ---- 1. D|τ, validated
     persisted = []
@@ -534,18 +607,20 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
         st = (spark.read.schema(spark_ddl("state")).parquet(*spark_state_files)
               .where("key IS NOT NULL AND kind IN ('answer', 'fact')"))
         pieces.append(st.select(
-            _group_expr(F, F.col("key"), ctx.buckets).alias("gkey"), "kind", "template", "binding",
+            _group_expr(F, F.col("key"), ctx.buckets).alias("gkey"), "key", "kind", "template",
+            "binding",
             "evidence_idx", "nogoods", "pred", "args", "time", null.cast("string").alias("source"),
             null.cast("long").alias("line"), null.cast("string").alias("batch")))
     if good is not None:
-        pieces.append(good.select(
-            _group_expr(F, _key_expr(F, pk), ctx.buckets).alias("gkey"), F.lit("new").alias("kind"),
+        pieces.append(good.withColumn("key", _key_expr(F, pk)).select(
+            _group_expr(F, F.col("key"), ctx.buckets).alias("gkey"), "key",
+            F.lit("new").alias("kind"),
             null.cast("long").alias("template"), null.cast("string").alias("binding"),
             null.cast("array<long>").alias("evidence_idx"), null.cast("string").alias("nogoods"),
             "pred", "args", "time", "source", "line", "batch"))
     mk = spark.createDataFrame([("*" if pk.single else GLOBAL, "marker")], "k string, kind string")
     mk = mk.select((_group_expr(F, F.col("k"), ctx.buckets) if pk.single else F.col("k"))
-                   .alias("gkey"), "kind")
+                   .alias("gkey"), null.cast("string").alias("key"), "kind")
     for c, t in [("template", "long"), ("binding", "string"), ("evidence_idx", "array<long>"),
                  ("nogoods", "string"), ("pred", "string"), ("args", "array<string>"),
                  ("time", "long"), ("source", "string"), ("line", "long"), ("batch", "string")]:
@@ -568,14 +643,13 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
         rows = (small.groupBy("rtype", "template", "binding", "evidence_idx", "ng_rest")
                 .agg(F.array_distinct(F.flatten(F.collect_list("ng_key"))).alias("ng_keys"),
                      F.max("deadline").alias("deadline"),
-                     F.sum(F.when(F.col("deadline").isNull(), 1).otherwise(0)).alias("nulls"),
+                     F.sum("n_nulls").alias("nulls"),
                      F.count(F.lit(1)).alias("groups"), *[F.sum(x).alias(x) for x in cnames])
                 .collect())
         merged = [m.asDict() for m in rows if m["rtype"] in ("G", "H")]
         crow = [m for m in rows if m["rtype"] == "C"]
         c = {k: int(crow[0][k] or 0) for k in cnames + ("groups",)}
-    tm.lap("groups (engine)")
-    tm.lap("merge globals")
+    tm.lap("groups (engine) + merge")
     # ---- 4. merge the global rows (driver: few rows)
     eng = Engine(cp)
     eng.tau = tau
@@ -678,13 +752,13 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
                      os.path.join(lake.path("quarantine"), q_dir)]}
 
 
-def run_tick(lake: Lake, tau: int, spark, buckets: int) -> dict:
+def run_tick(lake: Lake, tau: int, spark, buckets: int, keys_per_engine: int = 32) -> dict:
     """One tick, committed phase by phase (see module doc); returns the tick's summary."""
     lake.require()
     cp = lake.program
     tm = Timer()
     run = uuid.uuid4().hex[:12]
-    ctx = TickContext(lake, tau, run, cp, lake.key, buckets)
+    ctx = TickContext(lake, tau, run, cp, lake.key, buckets, keys_per_engine)
     # versions read at the start: every commit of this run is conditional on them
     for k in ("facts", "state", "answers", "quarantine", "dq"):
         ctx.tables[k] = lake.table(k)
