@@ -29,9 +29,20 @@ HYPO_SLICE_TIMEOUT, HYPO_SLICE_POKE, HYPO_RETRIES, HYPO_RETRY_DELAY, HYPO_MAX_RE
 HYPO_TICK_TIMEOUT (durations as 30s, 5m, 1h, 1d, 2w).
 
 Re-running a range (backfill) recomputes those ticks from S_{a-1}; continuing afterwards
-gives the same lake as one pass:
+gives the same lake as one pass (dates are logical dates, both ends included; a scheduler
+must be running):
   airflow backfill create --dag-id hypo_ticks --from-date 2026-01-03 --to-date 2026-01-04 \
-      --reprocess-behavior completed --max-active-runs 1
+      --reprocess-behavior completed --max-active-runs 1          # ticks 2..3
+Without a scheduler: python dags/run_local.py --from 2 --to 3 (dag.test per tick).
+
+After a failed tick τ the next run waits (running, no task started) and holds the single
+active-run slot.  Fix the cause (land the slice, fix the program), then re-run τ as a
+backfill — backfill runs have their own slot — and the waiting run continues by itself:
+  airflow backfill create --dag-id hypo_ticks --from-date <date of τ> --to-date <date of τ> \
+      --reprocess-behavior failed --max-active-runs 1
+(`airflow tasks clear` of τ alone re-queues τ behind the waiting run, which never starts.)
+Manual runs (`airflow dags trigger`, dag.test) are not chained by depends_on_past when catchup
+is on; the lake itself refuses a tick whose predecessor has not completed.
 """
 from __future__ import annotations
 
