@@ -3,7 +3,7 @@ the suite never pays for Airflow).
 
 Importing this module points Airflow at a fresh temporary AIRFLOW_HOME (SQLite, no example
 DAGs, DAGS_FOLDER = dags/) *before* airflow is imported, with fast DAG settings for tests
-(no retries, 1 s sensor pokes, 6 s slice timeout).  `airflow_db` migrates it once per session;
+(no retries, 1 s sensor pokes, 3 s slice timeout).  `airflow_db` migrates it once per session;
 `hypo_dag` is the parsed DAG module and its DAG object.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ AIRFLOW_ENV = {
     # the DAG's parse-time settings for tests
     "HYPO_RETRIES": "0",
     "HYPO_SLICE_POKE": "1s",
-    "HYPO_SLICE_TIMEOUT": "6s",
+    "HYPO_SLICE_TIMEOUT": "3s",
 }
 if "airflow" in sys.modules and os.environ.get("AIRFLOW_HOME") != _HOME:
     _other = os.environ.get("AIRFLOW_HOME", "~/airflow")
