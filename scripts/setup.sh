@@ -20,13 +20,16 @@ STAMP=.venv/.requirements.sha256
 WANT="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "setup: installing pinned requirements into .venv (first time: ~2-3 min)" >&2
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt 2>&1 \
-    | grep -v "is ignored: it is neither a file nor a directory" || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . 2>&1 \
-    | grep -v "is ignored: it is neither a file nor a directory" || true
+  LOG=.venv/setup.log
+  if ! { .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt \
+         && .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .; } \
+       >"$LOG" 2>&1; then
+    grep -v "is ignored: it is neither a file nor a directory" "$LOG" >&2
+    echo "setup: pip failed (full log: $LOG)" >&2
+    exit 1
+  fi
   .venv/bin/python -c "import lark, pyspark, deltalake, airflow, great_expectations, clingo" \
-    || { echo "setup: requirements did not install" >&2; exit 1; }
+    || { echo "setup: requirements did not install (see $LOG)" >&2; exit 1; }
   echo "$WANT" > "$STAMP"
 fi
 export GX_ANALYTICS_ENABLED=false
