@@ -19,8 +19,8 @@ terms are returned in a `SpanTable` by `parse_program_with_spans`, keyed by
 from __future__ import annotations
 
 import functools
+import importlib.resources
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Optional
 
 from lark import Lark, Token, Tree
@@ -31,7 +31,7 @@ from .syntax import Atom, Const, DelayDecl, Literal, Program, Rule, Span, Time, 
 
 SpanTable = dict[tuple[str, int, int, int], Span]
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_GRAMMAR = "grammar.lark"  # package data: read through importlib.resources (works from zips)
 
 # How terminals are named in "expected ..." messages; None hides a synonym.
 _TERMINAL_NAMES = {
@@ -50,7 +50,7 @@ _DIRECTIVES = ("#query", "#domain", "#delay", "#rigid")
 def _lark() -> Lark:
     """The (immutable, cached) LALR parser built from grammar.lark."""
     return Lark(
-        _GRAMMAR.read_text(encoding="utf-8"),
+        importlib.resources.files("reasoning").joinpath(_GRAMMAR).read_text(encoding="utf-8"),
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=False,

@@ -154,8 +154,9 @@ def _negative_time(a: Atom) -> bool:
 
 
 def _subsumes(a: Template, b: Template) -> bool:
-    """∃ρ: head_a ρ = head_b and H_a ρ ⊆ H_b (one-way matching, 000 Example 6)."""
-    if a.nogoods:
+    """∃ρ: head_a ρ = head_b and H_a ρ ⊆ H_b (one-way matching, 000 Example 6).  A template
+    restricted by nogoods or time bounds covers fewer instances: it subsumes nothing."""
+    if a.nogoods or a.time_min:
         return False
     s = _match_atom(a.head, b.head, {})
     if s is None:

@@ -2,9 +2,9 @@
 come from reasoning.rows.STATE_COLUMNS), as pyarrow schemas and Spark DDL strings."""
 from __future__ import annotations
 
+import importlib.resources
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -24,7 +24,9 @@ _ARROW = {
 
 @lru_cache(maxsize=None)
 def spec() -> dict:
-    return json.loads((Path(__file__).with_name("lake.json")).read_text(encoding="utf-8"))
+    # importlib.resources: Spark executors import this package from a zip
+    return json.loads(importlib.resources.files("schemas").joinpath("lake.json")
+                      .read_text(encoding="utf-8"))
 
 
 def columns(table: str) -> list[tuple[str, str]]:

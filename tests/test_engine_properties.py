@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from reasoning.cli import answers_at
 from reasoning.compiler import compile_program
@@ -14,7 +14,8 @@ from reasoning.explain import Explainer, static_horizons
 from reasoning.reference import answers as ref_answers
 from reasoning.rows import advance, to_rows
 from reasoning.syntax import Atom, Const, Time
-from tests.gen import cases
+from reasoning.patterns import Fact
+from tests.gen import Case, cases
 
 GROUND = True
 _VAR = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?![A-Za-z0-9_(])")
@@ -67,6 +68,11 @@ def test_positive_definite_answers_are_exactly_A(case):
 
 @SETTINGS
 @given(cases(negation=True))
+@example(case=Case(  # regression: a time-bounded template must not subsume an unbounded one
+    text="#query P3(X, T).\n#delay E1 = 0.\nP2(X, T) :- E1(X, T+1).\n"
+         "P3(X, T) :- P2(X, T-1).\nP3(X, T) :- E1(X, T).\n",
+    positive=True, stream={0: [Fact("E1", ("a",), 0)]},
+    facts_by_time=[Fact("E1", ("a",), 0)], horizon=2))
 def test_negation_sound_and_eventually_complete(case):
     """With negation: every definite answer is an answer over the complete stream, and after
     the last deadline every answer (up to the compared time) has been reported definite."""
