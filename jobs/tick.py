@@ -528,9 +528,36 @@ def _key_expr(F, pk: PartitionKey):
     return F.expr(f"element_at(args, CASE pred {cases} END)")
 
 
-def _group_expr(F, col, buckets: int):
+_LABELS: dict[tuple, list] = {}
+
+
+def bucket_labels(spark, buckets: int, partitions: int) -> list[str]:
+    """A group label per bucket b such that Spark's hash partitioning (the shuffle of
+    groupBy) sends it to partition b mod partitions: the buckets spread evenly over the
+    tasks (plain labels "0".."B-1" can put half of them into one task)."""
+    k = (buckets, partitions)
+    got = _LABELS.get(k)
+    if got is None:
+        from pyspark.sql import functions as F
+
+        rows = (spark.range(buckets * 256)
+                .select((F.col("id") / 256).cast("long").alias("b"),
+                        F.concat((F.col("id") / 256).cast("long").cast("string"), F.lit(":"),
+                                 (F.col("id") % 256).cast("string")).alias("label"))
+                .where(F.expr(f"pmod(hash(label), {partitions}) = pmod(b, {partitions})"))
+                .groupBy("b").agg(F.min("label").alias("label")).collect())
+        best = {r["b"]: r["label"] for r in rows}
+        got = [best.get(b, str(b)) for b in range(buckets)]
+        _LABELS[k] = got
+    return got
+
+
+def _group_expr(F, col, buckets: int, labels: Optional[list] = None):
     if buckets and buckets > 0:
-        return F.pmod(F.xxhash64(col), F.lit(buckets)).cast("string")
+        b = F.pmod(F.xxhash64(col), F.lit(buckets))
+        if labels:
+            return F.element_at(F.array(*[F.lit(x) for x in labels]), (b + 1).cast("int"))
+        return b.cast("string")
     return col
 
 
@@ -602,24 +629,29 @@ def compute(spark, ctx: TickContext, spark_state_files: list[str], global_rows: 
     fault("after_validate", tau)
     # ---- 2./3. groups
     null = F.lit(None)
+    labels = (bucket_labels(spark, ctx.buckets,
+                            int(spark.conf.get("spark.sql.shuffle.partitions")))
+              if ctx.buckets > 0 else None)
     pieces = []
     if spark_state_files:
         st = (spark.read.schema(spark_ddl("state")).parquet(*spark_state_files)
               .where("key IS NOT NULL AND kind IN ('answer', 'fact')"))
         pieces.append(st.select(
-            _group_expr(F, F.col("key"), ctx.buckets).alias("gkey"), "key", "kind", "template",
+            _group_expr(F, F.col("key"), ctx.buckets, labels).alias("gkey"), "key", "kind",
+            "template",
             "binding",
             "evidence_idx", "nogoods", "pred", "args", "time", null.cast("string").alias("source"),
             null.cast("long").alias("line"), null.cast("string").alias("batch")))
     if good is not None:
         pieces.append(good.withColumn("key", _key_expr(F, pk)).select(
-            _group_expr(F, F.col("key"), ctx.buckets).alias("gkey"), "key",
+            _group_expr(F, F.col("key"), ctx.buckets, labels).alias("gkey"), "key",
             F.lit("new").alias("kind"),
             null.cast("long").alias("template"), null.cast("string").alias("binding"),
             null.cast("array<long>").alias("evidence_idx"), null.cast("string").alias("nogoods"),
             "pred", "args", "time", "source", "line", "batch"))
     mk = spark.createDataFrame([("*" if pk.single else GLOBAL, "marker")], "k string, kind string")
-    mk = mk.select((_group_expr(F, F.col("k"), ctx.buckets) if pk.single else F.col("k"))
+    mk = mk.select((_group_expr(F, F.col("k"), ctx.buckets, labels) if pk.single
+                    else F.col("k"))
                    .alias("gkey"), null.cast("string").alias("key"), "kind")
     for c, t in [("template", "long"), ("binding", "string"), ("evidence_idx", "array<long>"),
                  ("nogoods", "string"), ("pred", "string"), ("args", "array<string>"),
