@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from reasoning.compiler import CompiledProgram, compile_program
 from reasoning.engine import Answer, Engine
-from reasoning.explain import Explainer, answer_key
+from reasoning.explain import Explainer, answer_key, format_atom_answer
 from reasoning.patterns import Fact
 from reasoning.rows import STATE_COLUMNS, answer_row, load_rows, to_rows
 from schemas.lake import arrow_schema, spark_ddl
@@ -98,31 +98,9 @@ def _split16(acc: int) -> tuple[int, int]:
     return acc >> 32, acc & 0xFFFFFFFF
 
 
-@lru_cache(maxsize=64)
-def _query_atom(query: str):
-    from reasoning.parser import parse_atom
-
-    return parse_atom(query)
-
-
 def format_atom(obj: dict) -> str:
-    """reasoning.explain.format_atom_answer with the query parsed once."""
-    q = _query_atom(obj["query"])
-    parts = []
-    for t in q.args:
-        name = getattr(t, "name", None)
-        if name is not None and name in obj["substitution"]:
-            parts.append(str(obj["substitution"][name]))
-        else:
-            parts.append(str(t))
-    if q.time is not None:
-        tv = q.time.var
-        parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
-    s = f"{q.pred}({', '.join(parts)})"
-    if obj["excluded"]:
-        s += " for " + ", ".join(
-            f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items())
-    return s
+    """The answer as an atom for people (reasoning.explain.format_atom_answer)."""
+    return format_atom_answer(obj)
 
 
 def answer_columns(obj: dict, key: Optional[str]) -> dict:

@@ -3,6 +3,7 @@ and the deadline — the last tick at which an answer's outcome can still change
 papers reports it; derived from the hypotheses' timestamps and δ, 002 Def. 5)."""
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Optional
 
@@ -167,11 +168,16 @@ def answer_key(obj: dict) -> tuple:
             tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
 
 
-def format_atom_answer(obj: dict) -> str:
-    """`OK(wt2, 1)` or `OK(X, 1) for X ∉ {wt1}` for the text output."""
+@functools.lru_cache(maxsize=64)
+def _query_atom(query: str):
     from .parser import parse_atom
 
-    q = parse_atom(obj["query"])
+    return parse_atom(query)
+
+
+def format_atom_answer(obj: dict) -> str:
+    """`OK(wt2, 1)` or `OK(X, 1) for X ∉ {wt1}` for the text output."""
+    q = _query_atom(obj["query"])
     parts = []
     for t in q.args:
         name = getattr(t, "name", None)
