@@ -33,7 +33,6 @@ import shutil
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Optional
 
 import pyarrow as pa
