@@ -287,21 +287,17 @@ def quarantine_rows(lake: str, tick: int, batch: Optional[str] = None,
     """Rows quarantined for this tick: the tick stage of partition τ and the ingest stage of
     this slice's batch (rows of another tick land in their own partition).  Read from the
     quarantine Delta table (schemas/lake.json); informational only."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable
+    # jobs.delta.read_arrow reads file by file: deltalake's to_pyarrow_dataset can abort the
+    # interpreter at exit in this build ("terminate called…")
+    from jobs.delta import read_arrow
 
     p = os.path.join(lake, "quarantine")
-    data = DeltaTable(p).to_pyarrow_dataset()
-    cols = [c for c in ("tick", "stage", "reason_code", "reason", "source", "line", "raw",
-                        "batch") if c in data.schema.names]
-    # filter on the partition columns only: deltalake's fragment statistics can prune files
-    # on a string column without statistics (batch) that do hold matching rows
-    rows = data.to_table(filter=(ds.field("tick") == tick) & (ds.field("stage") == "tick"),
-                         columns=cols).to_pylist()
+    cols = ["tick", "stage", "reason_code", "reason", "source", "line", "raw", "batch"]
+    rows = read_arrow(p, "quarantine", partitions={"tick": tick, "stage": "tick"},
+                      columns=cols).to_pylist()
     if batch:
-        ing = data.to_table(filter=ds.field("stage") == "ingest", columns=cols)
-        rows += ing.filter(pc.equal(ing["batch"], batch)).to_pylist()
+        ing = read_arrow(p, "quarantine", partitions={"stage": "ingest"}, columns=cols)
+        rows += [r for r in ing.to_pylist() if r.get("batch") == batch]
     rows.sort(key=lambda r: (str(r.get("source")), r.get("line") or 0))
     return rows[:limit] if limit else rows
 
