@@ -189,19 +189,26 @@ def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
                nbytes, tick)
 
 
-def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
+def text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
+    """(line number, trimmed text, bytes) of the non-blank lines of a text file; over-long and
+    non-UTF-8 lines go to quarantine with their reason."""
     for no, b, total, too_long in raw_lines(path):
         text, ok = decode(b)
         if too_long:
             out.reject("too_long", f"line longer than {MAX_LINE} bytes ({total} bytes)", path, no,
                        text, total)
             continue
-        line = text.strip()
-        if not line:
+        line = trim(text)
+        if not line.strip():
             continue
         if not ok:
             out.reject("bad_encoding", "line is not UTF-8 text", path, no, line, total)
             continue
+        yield no, line, total
+
+
+def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
+    for no, line, total in text_lines(path, out, str.strip):
         try:
             obj = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:
@@ -214,18 +221,7 @@ def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed)
 
 def read_csv(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
     header: Optional[list[str]] = None
-    for no, b, total, too_long in raw_lines(path):
-        text, ok = decode(b)
-        if too_long:
-            out.reject("too_long", f"line longer than {MAX_LINE} bytes ({total} bytes)", path, no,
-                       text, total)
-            continue
-        line = text.rstrip("\r\n")
-        if not line.strip():
-            continue
-        if not ok:
-            out.reject("bad_encoding", "line is not UTF-8 text", path, no, line, total)
-            continue
+    for no, line, total in text_lines(path, out, lambda t: t.rstrip("\r\n")):
         try:
             fields = next(csv.reader(io.StringIO(line)))
         except (csv.Error, StopIteration) as e:
