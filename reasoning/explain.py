@@ -87,7 +87,7 @@ class Explainer:
             if lp.positive:
                 best = max(best, t + eng.delta(lp.pred, args))
                 continue
-            if t > tau or depth > 16:
+            if t > tau or depth > 200:  # (the key order bounds the recursion; a guard)
                 r = self.rel.get(lp.pred, 0)
                 if r is None:
                     self._memo[a] = None

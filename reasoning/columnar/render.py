@@ -1,0 +1,511 @@
+"""The answers of S_τ set-at-a-time: the `hypo run --format jsonl` objects (explain.py's
+Explainer.render, same bytes) built as string columns, and the deadlines (explain.py's
+Explainer.deadline) as joins over the answers of the negated hypotheses' predicates, one wave
+per order key of the T-stratification (the answers a deadline depends on have smaller keys).
+
+Rows that carry nogoods (few: the "X ∉ {…}" answers of step 3) render their `excluded` part
+in Python; everything else is string concatenation over columns.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from ..explain import DEFINITE, HYPOTHETICAL, PENDING, static_horizons
+from ..syntax import Const, Time
+from .layout import BOOL, INT, OBJ, decode_nogoods, vcol
+from .unify import cover_spec, literal_vars
+
+BARE = r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$"
+_SPECIAL = "[\u0000-\u001f]"
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+class Renderer:
+    """Renders a ColumnarEngine's tables (a tick's snapshot) as JSON lines."""
+
+    def __init__(self, eng):
+        self.eng = eng
+        self.B = eng.B
+        self.rel = static_horizons(eng.tool)
+        self.main_q = str(eng.cp.main.atom)
+        self.stats = {"python_rows": 0}
+
+    # ------------------------------------------------------------ string expressions
+    def _escape_json(self, e, special: bool):
+        B = self.B
+        e = B.str_replace(B.str_replace(e, "\\", "\\\\"), '"', '\\"')
+        if special:
+            for ch, rep in _SHORT.items():
+                e = B.str_replace(e, ch, rep)
+            for code in range(32):
+                ch = chr(code)
+                if ch not in _SHORT:
+                    e = B.str_replace(e, ch, f"\\u{code:04x}")
+        return e
+
+    def _jstr(self, e, special: bool):
+        B = self.B
+        return B.concat_str([B.lit('"', OBJ), self._escape_json(e, special), B.lit('"', OBJ)])
+
+    def _cfmt(self, e):
+        """Program syntax of an object constant (syntax.Const.__str__)."""
+        B = self.B
+        quoted = B.concat_str([B.lit('"', OBJ), B.str_replace(B.str_replace(e, "\\", "\\\\"),
+                                                              '"', '\\"'), B.lit('"', OBJ)])
+        return B.when(B.str_matches(e, BARE), e, quoted)
+
+    def _literal(self, k: int, P, j: int):
+        """The literal j of template k under pattern P in program syntax (LitPattern.render)."""
+        B = self.B
+        tp = self.eng.templates[k]
+        lp = tp.lits[j]
+        parts: list = []
+        static: list[str] = []
+
+        def put(x):
+            if isinstance(x, str):
+                static.append(x)
+            else:
+                if static:
+                    parts.append(B.lit("".join(static), OBJ))
+                    static.clear()
+                parts.append(x)
+
+        put(("" if lp.positive else "not ") + lp.pred + "(")
+        first = True
+        for isvar, x in lp.args:
+            if not first:
+                put(", ")
+            first = False
+            if not isvar:
+                put(str(Const(x)))
+            elif x in P:
+                put(self._cfmt(B.col(vcol(x))))
+            else:
+                put(tp.names[x])
+        if not first:
+            put(", ")
+        if lp.tvar is None:
+            put(str(lp.toff))
+        elif lp.tvar in P:
+            put(B.to_str(B.col(vcol(lp.tvar)) + B.lit(lp.toff, INT)))
+        else:
+            put(str(Time(tp.names[lp.tvar], lp.toff)))
+        put(")")
+        if static:
+            parts.append(B.lit("".join(static), OBJ))
+        return parts[0] if len(parts) == 1 else B.concat_str(parts)
+
+    def _json_list(self, lst, special: bool):
+        B = self.B
+        return B.concat_str([B.lit("[", OBJ),
+                             B.list_join(B.list_eval(lst, lambda e: self._jstr(e, special)),
+                                         ", "),
+                             B.lit("]", OBJ)])
+
+    def _substitution(self, k: int, P, sort: bool):
+        B = self.B
+        tp = self.eng.templates[k]
+        vals: dict = {}
+        order: list = []
+        for name, isvar, x, off in tp.qvars:
+            if not isvar:
+                v = B.lit(json.dumps(x, ensure_ascii=False), OBJ)
+            elif x in P:
+                if x in tp.time_vars:
+                    v = B.to_str(B.col(vcol(x)) + B.lit(off, INT))
+                else:
+                    v = None  # filled below (needs the special flag)
+                    v = ("obj", x)
+            else:
+                continue
+            if name not in vals:
+                order.append(name)
+            vals[name] = v
+        names = sorted(order) if sort else order
+        return names, vals
+
+    # ------------------------------------------------------------ deadlines
+    def deadlines(self, frames: dict, tau: int) -> dict:
+        """(k, P) -> the frame with a `dl` column (Explainer.deadline; null: definite or
+        unbounded)."""
+        B = self.B
+        eng = self.eng
+        final: dict = {}
+        pending: dict = {}
+        for (k, P), df in frames.items():
+            if B.is_empty(df):
+                continue
+            tp = eng.templates[k]
+            full = eng.layouts[k].full_mask
+            definite = B.col("ev") == B.lit(full, INT)
+            parts = [B.lit(tau, INT), B.col("dlp")]
+            nulls = [B.col("unb")]
+            needs = []
+            for j in tp.neg:
+                lp = tp.lits[j]
+                if lp.tvar is not None and lp.tvar not in P:
+                    continue  # unbound time: counted in unb
+                open_ = ~B.has_bit(B.col("ev"), j)
+                t = eng._texpr(lp)
+                r = self.rel.get(lp.pred, 0)
+                if r is None:
+                    nulls.append(open_ & (t > B.lit(tau, INT)))
+                else:
+                    parts.append(B.when(open_ & (t > B.lit(tau, INT)), t + B.lit(r, INT),
+                                        B.null(INT)))
+                needs.append(open_ & (t <= B.lit(tau, INT)))
+            dl0 = B.when(definite | B.any_of(nulls), B.null(INT), B.greatest(parts))
+            df = B.with_columns(df, {"dl": dl0, "_bad": B.any_of(nulls) & ~definite,
+                                     "_needs": (~definite) & B.any_of(needs) if needs
+                                     else B.lit(False, BOOL)})
+            if needs:
+                pend = B.filter(df, B.col("_needs") & ~B.col("_bad"))
+                done = B.filter(df, ~(B.col("_needs") & ~B.col("_bad")))
+                if not B.is_empty(pend):
+                    pending[(k, P)] = pend
+            else:
+                done = df
+            final[(k, P)] = [B.drop(done, ["_bad", "_needs"])]
+        if pending:
+            self._deadline_waves(final, pending, tau)
+        return {kp: B.concat(fs) for kp, fs in final.items()}
+
+    def _head_key(self, k: int):
+        eng = self.eng
+        B = self.B
+        head = eng.templates[k].head
+        st = eng.strat
+        lvl, slope, phi = st.level.get(head.pred, 0), st.slope.get(head.pred, 0), \
+            st.phi.get(head.pred, 0)
+        return lvl, slope, phi, head
+
+    def _deadline_waves(self, final: dict, pending: dict, tau: int) -> None:
+        B = self.B
+        eng = self.eng
+        keys: dict = {}
+        for (k, P), df in pending.items():
+            lvl, slope, phi, head = self._head_key(k)
+            if slope == 0 or head.tvar is None or head.tvar not in P:
+                kk = (lvl, phi if head.tvar is None or head.tvar in P or slope == 0
+                      else -10 ** 18)
+                keys.setdefault(kk, []).append(((k, P), None))
+            else:
+                ts = B.values(B.select(df, [B.alias(eng._texpr(head), "_t")]), "_t")
+                for t in ts:
+                    keys.setdefault((lvl, slope * t + phi), []).append(((k, P), t))
+        for key in sorted(keys):
+            for (k, P), t in keys[key]:
+                df = pending[(k, P)]
+                if t is not None:
+                    df = B.filter(df, eng._texpr(eng.templates[k].head) == B.lit(t, INT))
+                if B.is_empty(df):
+                    continue
+                final[(k, P)].append(self._deadline_L(k, P, df, final, tau))
+
+    def _L(self, pred: str, final: dict) -> list:
+        B = self.B
+        eng = self.eng
+        out = []
+        for k2 in eng.by_head.get(pred, ()):
+            head = eng.templates[k2].head
+            full = eng.layouts[k2].full_mask
+            for (kk, P2), fs in final.items():
+                if kk != k2:
+                    continue
+                A = B.concat(fs)
+                if B.is_empty(A):
+                    continue
+                items = []
+                for pos, (isvar, x) in enumerate(head.args):
+                    if not isvar:
+                        items.append(B.alias(B.lit(x, OBJ), f"la{pos}"))
+                    elif x in P2:
+                        items.append(B.alias(B.col(vcol(x)), f"la{pos}"))
+                if head.tvar is None or head.tvar in P2:
+                    items.append(B.alias(eng._texpr(head), "lt"))
+                items.append(B.alias(B.col("ev") == B.lit(full, INT), "ldef"))
+                items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
+                items.append(B.alias(B.col("dl"), "ldl"))
+                out.append((k2, P2 & literal_vars(head), B.select(A, items)))
+        return out
+
+    def _deadline_L(self, k: int, P, df, final: dict, tau: int):
+        """Deadlines of rows whose negated hypotheses at t ≤ τ wait for answers of L."""
+        B = self.B
+        eng = self.eng
+        tp = eng.templates[k]
+        df = B.with_row_id(df, "_rid")
+        aggs = []
+        python_ids = []
+        for j in tp.neg:
+            lp = tp.lits[j]
+            if lp.tvar is not None and lp.tvar not in P:
+                continue
+            R = B.filter(df, (~B.has_bit(B.col("ev"), j)) &
+                         (eng._texpr(lp) <= B.lit(tau, INT)))
+            if B.is_empty(R):
+                continue
+            R = B.with_columns(R, {"_ht": eng._texpr(lp)})
+            hvars = {x for isvar, x in lp.args if isvar}
+            h_bound = frozenset(hvars & P)
+            for k2, l_bound, F in self._L(lp.pred, final):
+                head = eng.templates[k2].head
+                if head.tvar is None:
+                    l_time = ("C", head.toff)
+                elif head.tvar in l_bound:
+                    l_time = ("L", "lt")
+                else:
+                    l_time = None
+                spec = cover_spec(lp, h_bound, head, l_bound, ("R", "_ht"), l_time)
+                if spec is None:
+                    continue
+                Rf, Lf = R, F
+                lkeys, rkeys = [], []
+                for a, b in spec.conds:
+                    if a[0] == "L" and b[0] == "R":
+                        a, b = b, a
+                    if a[0] == "R" and b[0] == "L":
+                        lkeys.append(a[1])
+                        rkeys.append(b[1])
+                    elif a[0] == "R" or b[0] == "R":
+                        Rf = B.filter(Rf, eng._side_expr(a) == eng._side_expr(b))
+                    else:
+                        Lf = B.filter(Lf, eng._side_expr(a) == eng._side_expr(b))
+                if B.is_empty(Rf) or B.is_empty(Lf):
+                    continue
+                Lsel = B.select(Lf, [B.alias(B.col(c), "_L_" + c) for c in
+                                     sorted(set(rkeys) | {"ldef", "lng", "ldl"})])
+                J = B.join(B.select(Rf, [B.col(c) for c in sorted({"_rid"} | set(lkeys))]),
+                           Lsel, lkeys, ["_L_" + c for c in rkeys], how="inner")
+                if B.is_empty(J):
+                    continue
+                if B.col_max(B.select(J, [B.alias(B.col("_L_lng"), "_f")]), "_f"):
+                    python_ids.append(B.select(B.filter(J, B.col("_L_lng")), [B.col("_rid")]))
+                aggs.append(B.select(J, [B.col("_rid"), B.alias(B.col("_L_ldl"), "ldl"),
+                                         B.alias(B.col("_L_ldef"), "ldef")]))
+        if aggs:
+            C = B.concat(aggs)
+            agg = B.group_agg(C, ["_rid"], {
+                "_dmax": B.agg_max(B.col("ldl")),
+                "_dnull": B.agg_any((~B.col("ldef")) & B.is_null(B.col("ldl")))})
+            df = B.join(df, agg, ["_rid"], ["_rid"], how="left")
+            dl = B.when(B.coalesce([B.col("_dnull"), B.lit(False, BOOL)]), B.null(INT),
+                        B.greatest([B.col("dl"), B.col("_dmax")]))
+            df = B.with_columns(df, {"dl": dl})
+        if python_ids:
+            ids = B.unique(B.concat(python_ids))
+            slow = B.join(df, ids, ["_rid"], ["_rid"], how="semi")
+            df = B.join(df, ids, ["_rid"], ["_rid"], how="anti")
+            df = B.concat([self._select_back(k, P, df), self._python_deadlines(k, P, slow,
+                                                                               tau)])
+            return df
+        return self._select_back(k, P, df)
+
+    def _select_back(self, k, P, df):
+        B = self.B
+        cols = list(self.eng._schema(k, P)) + ["dl"]
+        return B.select(df, [B.col(c) for c in cols])
+
+    def _python_deadlines(self, k, P, df, tau: int):
+        """Rows whose covering answers carry nogoods: Explainer.deadline on a row view."""
+        from ..explain import Explainer
+        from .layout import row_to_answer
+
+        B = self.B
+        eng = self.eng
+        view = eng.row_view()
+        ex = Explainer(view)
+        lay = eng.layouts[k]
+        rows = B.rows(df)
+        for r in rows:
+            r["dl"] = ex.deadline(row_to_answer(lay, r))
+        self.stats["python_rows"] += len(rows)
+        sch = dict(eng._schema(k, P))
+        sch["dl"] = INT
+        return B.from_rows([{c: r.get(c) for c in sch} for r in rows], sch)
+
+    # ------------------------------------------------------------ lines
+    def lines(self, frames: dict, tau: int, all_queries: bool = False,
+              include_pending: bool = False, with_keys: bool = False):
+        """The printed answer set of tick τ (main query unless all_queries), sorted as
+        `hypo run` prints it: (query ≠ main, json.dumps(obj, sort_keys=True)).  With
+        with_keys: a frame of (grp, skey, line, akey, status) instead of the list."""
+        B = self.B
+        eng = self.eng
+        shown = {k for k, tp in enumerate(eng.templates)
+                 if tp.qid == eng.main_qid or all_queries}
+        needed = set(shown)
+        todo = list(shown)
+        while todo:  # deadlines look at the answers of negated predicates (recursively)
+            k = todo.pop()
+            tp = eng.templates[k]
+            for j in tp.neg:
+                for k2 in eng.by_head.get(tp.lits[j].pred, ()):
+                    if k2 not in needed:
+                        needed.add(k2)
+                        todo.append(k2)
+        dls = self.deadlines({kp: df for kp, df in frames.items() if kp[0] in needed}, tau)
+        parts = []
+        for (k, P), df in dls.items():
+            if k not in shown:
+                continue
+            if not include_pending:
+                full = eng.layouts[k].full_mask
+                df = B.filter(df, (B.col("ev") != B.lit(0, INT)) |
+                              (B.col("ev") == B.lit(full, INT)))
+            if not B.is_empty(df):
+                parts.extend(self._render(k, P, df, tau))
+        if not parts:
+            return ([] if not with_keys else None)
+        out = B.unique(B.concat(parts), ["skey"])
+        out = B.sort(out, ["grp", "skey"])
+        if with_keys:
+            return out
+        return B.column_list(out, "line")
+
+    def _render(self, k: int, P, df, tau: int) -> list:
+        B = self.B
+        eng = self.eng
+        tp = eng.templates[k]
+        lay = eng.layouts[k]
+        full = lay.full_mask
+        has_ng = B.any_nonempty_list(df, "ng")
+        out = []
+        if has_ng:
+            ng_rows = B.filter(df, B.list_len(B.col("ng")) > B.lit(0, INT))
+            df = B.filter(df, B.list_len(B.col("ng")) == B.lit(0, INT))
+            out.append(self._render_python(k, P, ng_rows, tau))
+        if B.is_empty(df):
+            return out
+        special = self._special(df, P, k)
+        st = B.when(B.col("ev") == B.lit(full, INT), B.lit(DEFINITE, OBJ),
+                    B.when(B.col("ev") != B.lit(0, INT), B.lit(HYPOTHETICAL, OBJ),
+                           B.lit(PENDING, OBJ)))
+        lits = [self._literal(k, P, j) for j in range(len(tp.lits))]
+        ev = B.list_norm(B.list_of([B.when(B.has_bit(B.col("ev"), j), l, B.null(OBJ))
+                                    for j, l in enumerate(lits)]))
+        hy = B.list_norm(B.list_of([B.when(B.has_bit(B.col("ev"), j), B.null(OBJ), l)
+                                    for j, l in enumerate(lits)]))
+        df = B.with_columns(df, {"_st": st, "_ev": ev, "_hy": hy})
+        df = B.with_columns(df, {"_hy": B.list_minus(B.col("_hy"), B.col("_ev"))})
+        evj = self._json_list(B.col("_ev"), special)
+        hyj = self._json_list(B.col("_hy"), special)
+        dlt = B.coalesce([B.to_str(B.col("dl")), B.lit("null", OBJ)])
+        q = json.dumps(str(tp.query.atom), ensure_ascii=False)
+        sub_line = self._sub_expr(k, P, False, special)
+        sub_sort = self._sub_expr(k, P, True, special)
+        line = B.concat_str([B.lit(f'{{"tick": {tau}, "query": {q}, "status": "', OBJ), B.col("_st"),
+                             B.lit('", "substitution": ', OBJ), sub_line,
+                             B.lit(', "excluded": {}, "evidence": ', OBJ), evj,
+                             B.lit(', "hypotheses": ', OBJ), hyj,
+                             B.lit(', "deadline": ', OBJ), dlt, B.lit("}", OBJ)])
+        skey = B.concat_str([B.lit('{"deadline": ', OBJ), dlt, B.lit(', "evidence": ', OBJ), evj,
+                             B.lit(', "excluded": {}, "hypotheses": ', OBJ), hyj,
+                             B.lit(f', "query": {q}, "status": "', OBJ), B.col("_st"),
+                             B.lit('", "substitution": ', OBJ), sub_sort,
+                             B.lit(f', "tick": {tau}}}', OBJ)])
+        akey = self._akey_expr(k, P, q, special)
+        grp = B.lit(0 if str(tp.query.atom) == self.main_q else 1, INT)
+        out.append(B.select(df, [B.alias(grp, "grp"), B.alias(skey, "skey"),
+                                 B.alias(line, "line"), B.alias(akey, "akey"),
+                                 B.alias(B.col("_st"), "status")]))
+        return out
+
+    def _special(self, df, P, k: int) -> bool:
+        """Some bound object value holds a control character (needs \\uXXXX escapes)."""
+        B = self.B
+        lay = self.eng.layouts[k]
+        objs = [vcol(x) for x in sorted(P) if lay.kinds[x] == OBJ]
+        if not objs:
+            return False
+        flag = B.any_of([B.str_matches(B.col(c), _SPECIAL) for c in objs])
+        return bool(B.col_max(B.select(df, [B.alias(flag, "_s")]), "_s"))
+
+    def _sub_expr(self, k: int, P, sort: bool, special: bool):
+        B = self.B
+        names, vals = self._substitution(k, P, sort)
+        if not names:
+            return B.lit("{}", OBJ)
+        parts: list = [B.lit("{", OBJ)]
+        for i, name in enumerate(names):
+            v = vals[name]
+            parts.append(B.lit(("" if i == 0 else ", ") + json.dumps(name) + ": ", OBJ))
+            if isinstance(v, tuple):
+                parts.append(self._jstr(B.col(vcol(v[1])), special))
+            else:
+                parts.append(v)
+        parts.append(B.lit("}", OBJ))
+        return B.concat_str(parts)
+
+    def _akey_expr(self, k: int, P, q: str, special: bool):
+        """answer_key_text relationally: [query, [[name, value], …], []]."""
+        B = self.B
+        names, vals = self._substitution(k, P, True)
+        parts: list = [B.lit("[" + q + ", [", OBJ)]
+        for i, name in enumerate(names):
+            v = vals[name]
+            parts.append(B.lit(("" if i == 0 else ", ") + "[" + json.dumps(name) + ", ", OBJ))
+            parts.append(self._jstr(B.col(vcol(v[1])), special) if isinstance(v, tuple) else v)
+            parts.append(B.lit("]", OBJ))
+        parts.append(B.lit("], []]", OBJ))
+        return B.concat_str(parts)
+
+    def _render_python(self, k: int, P, df, tau: int):
+        """Rows with nogoods (X ∉ {…}): the object built like Explainer.render."""
+        from .layout import row_to_answer
+
+        B = self.B
+        eng = self.eng
+        tp = eng.templates[k]
+        lay = eng.layouts[k]
+        rows = []
+        for r in B.rows(df):
+            a = row_to_answer(lay, r)
+            obj = render_object(tp, a, tau, r["dl"])
+            rows.append({"grp": 0 if obj["query"] == self.main_q else 1,
+                         "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
+                         "line": json.dumps(obj, ensure_ascii=False),
+                         "akey": answer_key_text(obj), "status": obj["status"]})
+        self.stats["python_rows"] += len(rows)
+        return B.from_rows(rows, {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ,
+                                  "status": OBJ})
+
+
+def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:
+    """explain.Explainer.render with the deadline given."""
+    b = a.b
+    ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
+    hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
+                 if i not in a.ev} - set(ev))
+    full = len(a.ev) == len(tp.lits)
+    st = DEFINITE if full else (HYPOTHETICAL if a.ev else PENDING)
+    excluded: dict = {}
+    combos = []
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    for n in a.ng:
+        if len(n) == 1:
+            v, c = n[0]
+            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+        else:
+            combos.append({qname.get(v, tp.names[v]): c for v, c in n})
+    out = {
+        "tick": tick, "query": str(tp.query.atom), "status": st,
+        "substitution": tp.answer(b),
+        "excluded": {k: sorted(v, key=str) for k, v in sorted(excluded.items())},
+        "evidence": ev, "hypotheses": hy,
+        "deadline": None if st == DEFINITE else deadline,
+    }
+    if combos:
+        out["excluded_combinations"] = sorted(combos, key=lambda d: sorted(d.items()))
+    return out
+
+
+def answer_key_text(obj: dict) -> str:
+    """The identity of an answer across ticks (explain.answer_key) as text."""
+    return json.dumps([obj["query"], sorted(obj["substitution"].items()),
+                       sorted(obj["excluded"].items())], ensure_ascii=False)
