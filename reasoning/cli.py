@@ -11,16 +11,15 @@ import sys
 from typing import Optional, TextIO
 
 from .compiler import compile_file, describe_text, dumps
-from .engine import Engine
 from .errors import HypoError, ProgramError
-from .explain import DEFINITE, HYPOTHETICAL, Explainer, answer_key, format_atom_answer
+from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
+from .session import ENGINES, Session, answers_at  # noqa: F401 (answers_at: API)
 from .stream import Stream, read_stream_file
 
 
-def default_until(eng: Engine, st: Stream) -> int:
+def default_until(eng, st: Stream) -> int:
     """Last arrival tick plus enough ticks for every hypothesis to be decided."""
-    ex = Explainer(eng)
-    rels = [v for v in ex.rel.values()]
+    rels = list(static_horizons(eng).values())
     maxd = max([eng.delays.max(p) for p in eng.cp.analysis.edb] or [0])
     if any(v is None for v in rels):
         extra = maxd + 1
@@ -29,64 +28,95 @@ def default_until(eng: Engine, st: Stream) -> int:
     return max(st.last_tick, 0) + extra
 
 
-def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,
-               ground: bool) -> list[dict]:
-    """The printed answer set of one tick (main query unless all_queries), sorted."""
-    eng = ex.eng
-    out = []
-    for a in answers:
-        tp = eng.templates[a.tid]
-        if tp.qid != eng.main_qid and not all_queries:
-            continue
-        if not a.ev and not include_pending and not eng.is_definite(a):
-            continue
-        if ground:
-            for g in ex.groundings(a, eng.cp.domain):
-                out.append(ex.render(a, tick, g))
-        else:
-            out.append(ex.render(a, tick))
-    uniq = {json.dumps(o, sort_keys=True): o for o in out}
-    return [uniq[k] for k in sorted(uniq, key=lambda k: (uniq[k]["query"] != str(eng.cp.main.atom), k))]
-
-
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`hypo run`: Algorithm 1 over a stream file, printing every tick's answer set."""
+    """`hypo run`: Algorithm 1 over a stream file, printing every tick's answer set (or, with
+    --changes, what changed)."""
     cp = compile_file(args.program, args.query)
     st = read_stream_file(args.stream, cp)
-    eng = Engine(cp, forget=not args.no_forget)
-    until = args.until if args.until is not None else default_until(eng, st)
-    ex = Explainer(eng)
+    sess = Session(cp, engine=args.engine, forget=not args.no_forget)
+    until = args.until if args.until is not None else default_until(
+        sess.row if sess.row is not None else sess.col.tool, st)
     for r in st.rejected:
         print(str(r), file=err)
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}
+    changes = Changes() if args.changes else None
     duplicates = 0
+    accepted = 0
     for tau in range(until + 1):
         entries = st.slices.get(tau, ())
         facts = [f for f, _ in entries]
-        rep = eng.step(facts, tau)
-        ex.reset()
+        rep = sess.step(facts, tau)
         for f, line in _duplicate_lines(entries, rep.duplicate_facts):
             print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had already "
                   f"arrived", file=err)
         duplicates += rep.duplicates
-        objs = answers_at(ex, tau, rep.snapshot, args.all_queries, args.all, args.ground)
-        main_objs = answers_at(ex, tau, rep.snapshot, False, True, False)
-        cur = {answer_key(o) for o in main_objs}
-        refuted = [o for k, o in prev_hyp.items() if k not in cur]
-        prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
+        accepted += len(facts) - rep.duplicates
         if args.format == "jsonl":
-            if not objs:
-                out.write(json.dumps({"tick": tau, "query": main_q, "status": "none"}) + "\n")
-            for o in objs:
-                out.write(json.dumps(o, ensure_ascii=False) + "\n")
+            if changes is not None:
+                lines = changes.update(tau, sess.keyed(args.all_queries, args.all))
+            else:
+                lines = sess.lines(args.all_queries, args.all, args.ground)
+                if not lines:
+                    lines = [json.dumps({"tick": tau, "query": main_q, "status": "none"})]
+            if lines:
+                out.write("\n".join(lines) + "\n")
         else:
-            new_def = {answer_key(ex.render(a, tau)) for a in rep.new_definite}
-            _text_tick(out, tau, facts, objs, new_def, refuted, main_q)
-    accepted = sum(len(v) for v in st.slices.values()) - duplicates
-    print(f"processed ticks 0..{until}: {accepted} facts accepted, {duplicates} duplicates "
-          f"ignored, {len(st.rejected)} rejected", file=err)
+            objs = sess.objects(args.all_queries, args.all, args.ground)
+            main_objs = sess.objects(False, True, False)
+            cur = {answer_key(o) for o in main_objs}
+            refuted = [o for k, o in prev_hyp.items() if k not in cur]
+            prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
+            _text_tick(out, tau, facts, objs, sess.new_definite_keys(), refuted, main_q)
+    print(f"processed ticks 0..{until} ({sess.executor} engine): {accepted} facts accepted, "
+          f"{duplicates} duplicates ignored, {len(st.rejected)} rejected", file=err)
     return 1 if st.rejected else 0
+
+
+class Changes:
+    """`--changes`: per tick only the answers whose lines changed since the previous tick.
+    An answer (its query, substitution and exclusions: explain.answer_key) is printed with
+    all its current lines when that set of lines changed — `new` (not printed before),
+    `updated` (other evidence, hypotheses or deadline), `decided` (now definite) — and once
+    as `refuted` when it is gone without having become definite.  Replaying the changes
+    (replace an answer's lines by the printed ones, drop refuted answers) gives the full
+    output of every tick; definite answers are final (forgetting drops them after the tick
+    they are printed at, as in the full output)."""
+
+    def __init__(self):
+        self.prev = None
+
+    def update(self, tau: int, cur) -> list[str]:
+        import polars as pl
+
+        prefix = f'{{"tick": {tau}, '
+        if cur is None:
+            cur = pl.DataFrame(schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String,
+                                       "akey": pl.String, "status": pl.String})
+        cur = cur.with_columns(body=pl.col("line").str.slice(len(prefix)))
+        prev = self.prev
+        self.prev = cur.select("skey", "akey", "body", "status")
+        if prev is None:
+            changed = cur.with_columns(upd=pl.lit(False))
+            gone = None
+        else:
+            added = cur.join(prev.select("akey", "body"), on=["akey", "body"], how="anti")
+            dropped = prev.join(cur.select("akey", "body"), on=["akey", "body"], how="anti")
+            keys = pl.concat([added.select("akey"), dropped.select("akey")]).unique()
+            changed = cur.join(keys, on="akey", how="semi").with_columns(
+                upd=pl.col("akey").is_in(prev.get_column("akey").implode()))
+            gone = dropped.join(cur.select("akey"), on="akey", how="anti").filter(
+                pl.col("status") != "definite").sort("skey")
+        changed = changed.sort(["grp", "skey"])
+        out = []
+        for body, status, upd in zip(changed.get_column("body"), changed.get_column("status"),
+                                     changed.get_column("upd")):
+            change = "decided" if status == "definite" else ("updated" if upd else "new")
+            out.append(f'{prefix}"change": "{change}", {body}')
+        if gone is not None:
+            for body in gone.get_column("body"):
+                out.append(f'{prefix}"change": "refuted", {body}')
+        return out
 
 
 def _duplicate_lines(entries, dups):
@@ -151,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ground", action="store_true", help="expand unbound variables over #domain")
     r.add_argument("--no-forget", action="store_true",
                    help="keep definite answers in the state (as the paper's S_τ does)")
+    r.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="executor of Algorithm 1: row (the reference), columnar "
+                        "(set-at-a-time on Polars) or auto (row until a slice is large)")
+    r.add_argument("--changes", action="store_true",
+                   help="with --format jsonl: per tick only what changed (new, updated, "
+                        "decided, refuted answers)")
     lk = sub.add_parser("lake", help="the lakehouse pipeline (Spark + Delta)", add_help=False)
     lk.add_argument("rest", nargs=argparse.REMAINDER)
     return p

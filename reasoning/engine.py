@@ -282,14 +282,19 @@ class Engine:
     def step(self, facts: Iterable[Fact], tau: int, snapshot: bool = True) -> TickReport:
         """Algorithm 1 for tick τ: S_{τ-1} and D|τ give S_τ (facts must be validated).
 
-        The cyclic garbage collector is paused during the update (the engine's structures
-        are acyclic; on large states its full scans dominated the tick) and restored after."""
+        The cyclic garbage collector is paused during the update, and the tick's survivors
+        are then moved to the collector's permanent generation (gc.freeze): the engine's
+        structures are acyclic and freed by reference counting, so the collector need never
+        scan them again.  Merely pausing it deferred the cost: the collections postponed
+        during the tick fired at the caller's next allocation (25–35% of a `hypo run` loop
+        at 10⁴ devices)."""
         enabled = gc.isenabled()
         gc.disable()
         try:
             return self._step(facts, tau, snapshot)
         finally:
             if enabled:
+                gc.freeze()
                 gc.enable()
 
     def _step(self, facts: Iterable[Fact], tau: int, snapshot: bool) -> TickReport:

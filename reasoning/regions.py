@@ -147,15 +147,18 @@ def partition(b: Binding, ng: frozenset, covers: list[Cover]):
     if any(c == TRUE for c in covers):
         return [(b, ng)], []
     batch: dict[int, set] = defaultdict(set)
-    general = []
+    general = set()
     for c in covers:
         if len(c.eqs) == 1 and not c.negs:
             batch[c.eqs[0][0]].add(c.eqs[0][1])
         else:
-            general.append(c)
+            general.add(c)
+    # the pieces are a function of the *set* of covers: variables and general covers in a
+    # canonical order (the split is sequential, so another order gives other, equivalent
+    # pieces — and the covers come from sets, whose order depends on PYTHONHASHSEED)
     inside: list = []
     outside = [(b, ng)]
-    for v, values in batch.items():
+    for v, values in sorted(batch.items()):
         nxt = []
         for pb, png in outside:
             cur = pb[v]
@@ -169,7 +172,7 @@ def partition(b: Binding, ng: frozenset, covers: list[Cover]):
             excl = frozenset((((v, c),) for c in values))
             nxt.append((pb, png | excl))
         outside = nxt
-    for c in general:
+    for c in sorted(general, key=repr):
         nxt = []
         for pb, png in outside:
             ins, outs = _split(pb, png, c)

@@ -25,9 +25,11 @@ def _offset(k: int) -> str:
 
 
 @st.composite
-def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True):
+def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True,
+             multi_time: bool = False):
     """Layered IDB predicates P1..Pn over EDB E1, E2 (and J(X, Y, T), rigid R/1, constants);
-    X in every atom but the extras."""
+    X in every atom but the extras.  multi_time: some rules get a second temporal variable
+    S (Ronca et al.'s multiple temporal variables), positive or also under negation."""
     lines = []
     uses_j = uses_r = False
     delays = {}
@@ -66,6 +68,10 @@ def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True):
                 uses_r = True
             if extras and draw(st.integers(0, 5)) == 0:  # a constant argument
                 lits.append(f"E2(b, {_offset(draw(st.integers(-1, 0)))})")
+            if multi_time and draw(st.integers(0, 3)) == 0:  # a second temporal variable
+                lits.append("E2(X, S)")
+                if negation and draw(st.booleans()):
+                    lits.append("not E1(X, S)")
             lines.append(f"P{i}(X, {_offset(h)}) :- {', '.join(lits)}.")
     lines.insert(0, f"#query P{n_idb}(X, T).")
     if uses_r:
@@ -80,8 +86,9 @@ def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True):
 
 
 @st.composite
-def cases(draw, negation: bool = True, horizon: int = 5):
-    text, positive, delays = draw(programs(negation=negation, extras=draw(st.booleans())))
+def cases(draw, negation: bool = True, horizon: int = 5, multi_time: bool = False):
+    text, positive, delays = draw(programs(negation=negation, extras=draw(st.booleans()),
+                                           multi_time=multi_time))
     per_a = None
     dj = 0
     for line in text.splitlines():

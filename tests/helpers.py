@@ -4,26 +4,26 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
+from typing import Optional
 
-from reasoning.cli import answers_at
 from reasoning.compiler import compile_file, compile_program
-from reasoning.engine import Engine
-from reasoning.explain import Explainer
 from reasoning.patterns import Fact
+from reasoning.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+ENGINES = ("row", "columnar")
+ENGINE = "row"  # the executor of run_ticks; the `engine` fixture (conftest.py) sets it
 
 
 def run_ticks(cp, stream: dict[int, list[Fact]], until: int, forget: bool = True,
-              all_queries: bool = False, include_pending: bool = False, ground: bool = False):
-    """Yield (tick, engine, answer objects) for ticks 0..until."""
-    eng = Engine(cp, forget=forget)
-    ex = Explainer(eng)
+              all_queries: bool = False, include_pending: bool = False, ground: bool = False,
+              engine: Optional[str] = None):
+    """Yield (tick, session, answer objects) for ticks 0..until."""
+    sess = Session(cp, engine=engine or ENGINE, forget=forget)
     for tau in range(until + 1):
-        rep = eng.step(stream.get(tau, []), tau)
-        ex.reset()
-        yield tau, eng, answers_at(ex, tau, rep.snapshot, all_queries, include_pending, ground)
+        sess.step(stream.get(tau, []), tau)
+        yield tau, sess, sess.objects(all_queries, include_pending, ground)
 
 
 def canon(obj: dict) -> str:

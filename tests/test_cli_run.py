@@ -8,13 +8,17 @@ import sys
 import pytest
 
 from reasoning.cli import main
+from tests import helpers
 from tests.helpers import EXAMPLES, ROOT
 
 TDL = str(EXAMPLES / "wind_turbines.tdl")
 STREAM = str(EXAMPLES / "wind_turbines.jsonl")
+pytestmark = pytest.mark.usefixtures("engine")  # every `hypo run` with both executors
 
 
 def run(argv, capsys):
+    if argv and argv[0] == "run" and "--engine" not in argv:
+        argv = list(argv) + ["--engine", helpers.ENGINE]
     rc = main(argv)
     out = capsys.readouterr()
     return rc, out.out, out.err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from reasoning.cli import answers_at
@@ -13,9 +14,13 @@ from reasoning.engine import Engine
 from reasoning.explain import Explainer, static_horizons
 from reasoning.reference import answers as ref_answers
 from reasoning.rows import advance, to_rows
+from reasoning.session import Session
 from reasoning.syntax import Atom, Const, Time
 from reasoning.patterns import Fact
 from tests.gen import Case, cases
+from tests.helpers import ENGINES
+
+by_engine = pytest.mark.parametrize("engine", ENGINES)
 
 GROUND = True
 _VAR = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?![A-Za-z0-9_(])")
@@ -41,24 +46,23 @@ def _until(eng: Engine, case) -> int:
     return case.horizon + 2 + extra + 3
 
 
-def _run(case, forget=True):
+def _run(case, engine="row", forget=True):
     cp = compile_program(case.text, "<gen>")
-    eng = Engine(cp, forget=forget)
-    ex = Explainer(eng)
-    until = _until(eng, case)
+    sess = Session(cp, engine=engine, forget=forget)
+    until = _until(Engine(cp), case)
     for tau in range(until + 1):
-        rep = eng.step(case.stream.get(tau, []), tau)
-        ex.reset()
-        yield tau, cp, eng, answers_at(ex, tau, rep.snapshot, False, False, GROUND), rep
+        rep = sess.step(case.stream.get(tau, []), tau)
+        yield tau, cp, sess, sess.objects(False, False, GROUND), rep
 
 
+@by_engine
 @SETTINGS
 @given(cases(negation=False))
-def test_positive_definite_answers_are_exactly_A(case):
+def test_positive_definite_answers_are_exactly_A(engine, case):
     """Positive programs: at every τ the definite answers so far are exactly A(Q, D, τ)."""
     seen: set = set()
     history: list = []
-    for tau, cp, eng, objs, _ in _run(case):
+    for tau, cp, eng, objs, _ in _run(case, engine):
         history += case.stream.get(tau, [])
         seen |= _ground_definite(objs)
         want = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in history],
@@ -73,7 +77,8 @@ def test_positive_definite_answers_are_exactly_A(case):
          "P3(X, T) :- P2(X, T-1).\nP3(X, T) :- E1(X, T).\n",
     positive=True, stream={0: [Fact("E1", ("a",), 0)]},
     facts_by_time=[Fact("E1", ("a",), 0)], horizon=2))
-def test_negation_sound_and_eventually_complete(case):
+@by_engine
+def test_negation_sound_and_eventually_complete(engine, case):
     """With negation: every definite answer is an answer over the complete stream, and after
     the last deadline every answer (up to the compared time) has been reported definite."""
     seen: set = set()
@@ -82,23 +87,24 @@ def test_negation_sound_and_eventually_complete(case):
     full = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in case.facts_by_time],
                        t_cmp + 14, cp.domain)
     full = {a for a in full if dict(a)["T"] <= t_cmp}
-    for tau, cp, eng, objs, _ in _run(case):
+    for tau, cp, eng, objs, _ in _run(case, engine):
         new = {a for a in _ground_definite(objs) if dict(a)["T"] <= t_cmp}
         assert new <= full, (tau, sorted(new - full))
         seen |= new
     assert seen == full, sorted(seen ^ full)
 
 
+@by_engine
 @SETTINGS
 @given(cases(negation=True))
-def test_hypothetical_answers_are_supported(case):
+def test_hypothetical_answers_are_supported(engine, case):
     """Every hypothetical answer's evidence has arrived, its positive hypotheses are still
     future-possible, and (positive literals) evidence plus hypotheses derive the answer."""
     arrived: set = set()
-    for tau, cp, eng, objs, rep in _run(case):
+    for tau, cp, eng, objs, rep in _run(case, engine):
         arrived |= set(case.stream.get(tau, []))
         arrived_txt = {str(f) for f in arrived}
-        for a in rep.snapshot:
+        for a in eng.answers():
             tp = eng.templates[a.tid]
             if tp.qid != 0 or not a.ev or eng.is_definite(a):
                 continue
@@ -138,3 +144,26 @@ def test_rows_roundtrip_is_the_same_update(case):
         ex, ex2 = Explainer(eng), Explainer(eng2)
         assert answers_at(ex, tau, rep.snapshot, True, True, False) == \
             answers_at(ex2, tau, rep2.snapshot, True, True, False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(negation=True))
+def test_columnar_state_roundtrip_is_the_same_update(case):
+    """The columnar S_τ and W, unloaded to Answers and facts and loaded into a fresh
+    executor (the `auto` hand-over and the lake's state table), evolve exactly like the
+    uninterrupted run."""
+    from reasoning.columnar import ColumnarEngine
+
+    cp = compile_program(case.text, "<gen>")
+    eng = ColumnarEngine(cp)
+    for tau in range(_until(Engine(cp), case) + 1):
+        facts = case.stream.get(tau, [])
+        if tau:
+            eng2 = ColumnarEngine(cp)
+            eng2.load_answers(eng.answers(), tau - 1)
+            eng2.load_window(eng.window_facts())
+            rep2 = eng2.step(facts, tau)
+        rep = eng.step(facts, tau)
+        if tau:
+            key = lambda a: (a.tid, str(a.b), sorted(a.ev), sorted(map(str, a.ng)))
+            assert sorted(rep.snapshot, key=key) == sorted(rep2.snapshot, key=key)

@@ -11,6 +11,7 @@ from tests.helpers import (EXAMPLES, canon, compile_file, expand_paper_line, fac
                            read_golden_sections, run_ticks)
 
 GOLDEN = Path(__file__).parent / "golden"
+pytestmark = pytest.mark.usefixtures("engine")  # every test with both executors
 
 
 def _ex13():
@@ -44,14 +45,15 @@ def test_example13_ok_wt2_definite_at_tick_4():
     assert seen == {"definite": 4}
 
 
-def test_example13_jsonl_golden():
+def test_example13_jsonl_golden(engine):
     """The default `hypo run --format jsonl` output for Example 13 is stable."""
     from reasoning.cli import main
     import io, contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
         rc = main(["run", str(EXAMPLES / "wind_turbines.tdl"), "--stream",
-                   str(EXAMPLES / "wind_turbines.jsonl"), "--format", "jsonl"])
+                   str(EXAMPLES / "wind_turbines.jsonl"), "--format", "jsonl",
+                   "--engine", engine])
     assert rc == 0
     golden = GOLDEN / "ex13_run.jsonl"
     if not golden.exists():  # pragma: no cover - regenerate with HYPO_REGEN=1

@@ -1027,6 +1027,33 @@ class ColumnarEngine:
             out.extend(row_to_answer(lay, r) for r in B.rows(A))
         return out
 
+    def window_facts(self) -> list:
+        """The facts of W (arrived, still future-possible by timestamp)."""
+        B = self.B
+        out = []
+        for p, w in self.W.items():
+            n = self.edb[p] - 1
+            for r in B.rows(w):
+                out.append(Fact(p, tuple(r[acol(i)] for i in range(n)), r["t"]))
+        return out
+
+    def load_window(self, facts: Iterable) -> None:
+        """Replace W (facts with their δ recomputed)."""
+        B = self.B
+        by: dict = {}
+        for f in facts:
+            by.setdefault(f.pred, []).append(f)
+        for p in list(self.W):
+            self.W[p] = B.empty(fact_schema(self.edb[p] - 1, window=True))
+        for p, fs in by.items():
+            if p not in self.edb:
+                self.edb[p] = len(fs[0].args) + 1
+                self.dplans[p] = DelayPlan(self.delays, p)
+            n = self.edb[p] - 1
+            rows = [{**{acol(i): f.args[i] for i in range(n)}, "t": f.time,
+                     "wexp": f.time + self.delays.ground(p, f.args)} for f in fs]
+            self.W[p] = B.from_rows(rows, fact_schema(n, window=True))
+
     def row_view(self) -> RowEngine:
         """The row engine holding S_τ (for the rare paths that use its algorithms)."""
         eng = RowEngine(self.cp, self.forget)

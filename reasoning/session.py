@@ -1,0 +1,186 @@
+"""One continuous query over a stream, whichever executor runs Algorithm 1: the row engine
+(engine.py, the reference executor), the set-at-a-time one (columnar/), or `auto`, which
+starts on the row engine and hands S_τ over to the columnar one at the first slice of at
+least `threshold` facts (the crossover measured by bench/engine.py --engine auto).
+
+`lines` renders a tick's answer set exactly as `hypo run --format jsonl` prints it, with
+either executor (tests/test_columnar.py checks they print the same bytes).
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from .compiler import CompiledProgram
+from .engine import Engine, TickReport
+from .explain import DEFINITE, Explainer, answer_key
+from .patterns import Fact
+
+ENGINES = ("row", "columnar", "auto")
+AUTO_THRESHOLD = 600  # facts per slice above which the columnar executor is faster
+
+
+def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,
+               ground: bool) -> list[dict]:
+    """The printed answer set of one tick (main query unless all_queries), sorted by
+    (query ≠ main, canonical JSON)."""
+    eng = ex.eng
+    out = []
+    for a in answers:
+        tp = eng.templates[a.tid]
+        if tp.qid != eng.main_qid and not all_queries:
+            continue
+        if not a.ev and not include_pending and not eng.is_definite(a):
+            continue
+        if ground:
+            for g in ex.groundings(a, eng.cp.domain):
+                out.append(ex.render(a, tick, g))
+        else:
+            out.append(ex.render(a, tick))
+    uniq = {json.dumps(o, sort_keys=True, ensure_ascii=False): o for o in out}
+    main = str(eng.cp.main.atom)
+    return [uniq[k] for k in sorted(uniq, key=lambda k: (uniq[k]["query"] != main, k))]
+
+
+class Session:
+    """Algorithm 1 tick by tick on the chosen executor, and each tick's rendering."""
+
+    def __init__(self, cp: CompiledProgram, engine: str = "auto", forget: bool = True,
+                 threshold: int = AUTO_THRESHOLD, backend=None):
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r} (row, columnar or auto)")
+        self.cp = cp
+        self.forget = forget
+        self.mode = engine
+        self.threshold = threshold
+        self.backend = backend
+        self.tau = -1
+        self.rep: Optional[TickReport] = None
+        self.row: Optional[Engine] = None
+        self.col = None
+        self.renderer = None
+        self.ex: Optional[Explainer] = None
+        if engine == "columnar":
+            self._start_columnar()
+        else:
+            self.row = Engine(cp, forget=forget)
+            self.ex = Explainer(self.row)
+
+    @property
+    def executor(self) -> str:
+        return "columnar" if self.col is not None else "row"
+
+    def _start_columnar(self) -> None:
+        from .columnar import ColumnarEngine
+        from .columnar.render import Renderer
+
+        self.col = ColumnarEngine(self.cp, forget=self.forget, backend=self.backend)
+        self.renderer = Renderer(self.col)
+
+    def _handover(self) -> None:
+        """S_τ and the window move from the row engine to the columnar one."""
+        row = self.row
+        self._start_columnar()
+        self.col.load_answers(list(row.answers), row.tau)
+        self.col.load_window([Fact(p, args, t) for (p, t), s in row.window.items()
+                              for args in s])
+        self.row = None
+        self.ex = None
+
+    def step(self, facts: list, tau: int) -> TickReport:
+        """Algorithm 1 for tick τ (facts validated, as Engine.step)."""
+        if self.mode == "auto" and self.col is None and len(facts) >= self.threshold:
+            self._handover()
+        if self.col is not None:
+            self.rep = self.col.step(facts, tau, snapshot=False)
+        else:
+            self.rep = self.row.step(facts, tau)
+            self.ex.reset()
+        self.tau = tau
+        return self.rep
+
+    # ------------------------------------------------------------------ rendering
+    def lines(self, all_queries: bool = False, include_pending: bool = False,
+              ground: bool = False) -> list[str]:
+        """The `hypo run --format jsonl` lines of the current tick (without the "none"
+        line of an empty tick)."""
+        if self.col is not None and not ground:
+            return self.renderer.lines(self.rep.frames, self.tau, all_queries, include_pending)
+        return [json.dumps(o, ensure_ascii=False)
+                for o in self.objects(all_queries, include_pending, ground)]
+
+    def objects(self, all_queries: bool = False, include_pending: bool = False,
+                ground: bool = False) -> list[dict]:
+        if self.col is not None:
+            if not ground:
+                return [json.loads(x) for x in self.lines(all_queries, include_pending)]
+            view = self.col.row_view()
+            snap = self.col.answers(self.rep.frames)
+            return answers_at(Explainer(view), self.tau, snap, all_queries, include_pending,
+                              True)
+        return answers_at(self.ex, self.tau, self.rep.snapshot, all_queries, include_pending,
+                          ground)
+
+    def new_definite_keys(self) -> set:
+        """answer_key of the main query's answers that became definite at this tick."""
+        if self.col is not None:
+            frames = {kp: f for kp, f in self.rep.fresh.items()
+                      if self.col.templates[kp[0]].qid == self.col.main_qid}
+            if not frames:
+                return set()
+            return {answer_key(json.loads(x)) for x in
+                    self.renderer.lines(frames, self.tau, False, True)}
+        return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
+
+    def keyed(self, all_queries: bool = False, include_pending: bool = False):
+        """The current lines as a Polars frame (grp, skey, line, akey, status) for --changes."""
+        import polars as pl
+
+        from .columnar.render import answer_key_text
+
+        if self.col is not None:
+            return self.renderer.lines(self.rep.frames, self.tau, all_queries,
+                                       include_pending, with_keys=True)
+        main = str(self.cp.main.atom)
+        objs = self.objects(all_queries, include_pending, False)
+        return pl.DataFrame(
+            {"grp": [0 if o["query"] == main else 1 for o in objs],
+             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+             "line": [json.dumps(o, ensure_ascii=False) for o in objs],
+             "akey": [answer_key_text(o) for o in objs],
+             "status": [o["status"] for o in objs]},
+            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
+                    "status": pl.String})
+
+    # ------------------------------------------------------------------ views (tests)
+    @property
+    def templates(self):
+        return (self.row if self.row is not None else self.col).templates
+
+    @property
+    def main_qid(self) -> int:
+        return 0
+
+    def is_definite(self, a) -> bool:
+        return len(a.ev) == len(self.templates[a.tid].lits)
+
+    def delta(self, pred: str, args: tuple) -> int:
+        return (self.row if self.row is not None else self.col.tool).delta(pred, args)
+
+    def answers(self) -> list:
+        """S_τ before forgetting, as row-engine Answers."""
+        if self.col is not None:
+            return self.col.answers(self.rep.frames)
+        return list(self.rep.snapshot)
+
+    @property
+    def state_size(self) -> int:
+        return self.rep.state_size if self.rep is not None else 0
+
+    def horizons(self) -> dict:
+        from .explain import static_horizons
+
+        return static_horizons(self.row if self.row is not None else self.col.tool)
+
+
+__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "DEFINITE"]
