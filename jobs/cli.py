@@ -52,14 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("tick", type=int)
     t.add_argument("--master")
     t.add_argument("--program", help="refuse to run unless the lake's program is this file")
-    t.add_argument("--buckets", type=int, help="groups: 0 = one per key value, B = B buckets")
+    t.add_argument("--executor", choices=["auto", "spark", "local", "row"],
+                   help="where Algorithm 1's plan runs: spark, local (Polars on the driver), "
+                        "auto (local for small ticks; default, or $HYPO_LAKE_EXECUTOR), or "
+                        "row (the row engine on the driver, the reference)")
     t.add_argument("--format", choices=["text", "json"], default="text")
     r = sub.add_parser("run", parents=[common], help="compute ticks a..b")
     r.add_argument("--from", dest="start", type=int)
     r.add_argument("--to", dest="end", type=int)
     r.add_argument("--master")
     r.add_argument("--program")
-    r.add_argument("--buckets", type=int)
+    r.add_argument("--executor", choices=["auto", "spark", "local", "row"])
     r.add_argument("--format", choices=["text", "json"], default="text")
     a = sub.add_parser("answers", parents=[common], help="answers at a tick (time travel)")
     a.add_argument("--tick", type=int)
@@ -70,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--format", choices=["text", "jsonl"], default="text")
     s = sub.add_parser("status", parents=[common], help="ticks, versions, counts, quarantine")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    m = sub.add_parser("migrate", parents=[common],
+                       help="convert a lake written by an earlier version to this layout")
+    m.add_argument("--master")
     return p
 
 
@@ -79,7 +85,7 @@ def _tick_line(s: dict) -> str:
             f"{c['rejected']} rejected, {c['duplicates']} duplicate(s); {c['answers']} answer(s) "
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
-            f"v{s['answers_version']}, {c['groups']} groups]")
+            f"v{s['answers_version']}, {c.get('executor', '?')} executor]")
 
 
 def _answer_text(o: dict) -> str:
@@ -103,8 +109,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.cmd == "init":
         r = api.init(lake, args.program, args.query)
         verb = "created" if r["created"] else "already initialised"
-        out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query {r['query']}, "
-                  f"{r['partition']}\n")
+        out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "
+                  f"{r['query']}\n")
         return 0
     if args.cmd == "ingest":
         r = api.ingest(lake, args.tick, args.files, args.master)
@@ -121,7 +127,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"warning: {r['warning']}\n")
         return 0
     if args.cmd == "tick":
-        s = api.run_tick(lake, args.tick, args.master, program=args.program, buckets=args.buckets)
+        s = api.run_tick(lake, args.tick, args.master, program=args.program,
+                         executor=args.executor)
         out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
                   else _tick_line(s) + "\n")
         return 0
@@ -135,7 +142,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"nothing to run: ticks up to {end} are complete\n")
                 return 0
         for t in range(start, end + 1):
-            s = api.run_tick(lake, t, args.master, program=args.program, buckets=args.buckets)
+            s = api.run_tick(lake, t, args.master, program=args.program,
+                             executor=args.executor)
             out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
                       else _tick_line(s) + "\n")
             out.flush()
@@ -179,6 +187,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
                       f"{e['answer']}{detail}{how}\n")
         return 0
+    if args.cmd == "migrate":
+        r = api.migrate(lake, args.master)
+        out.write(r["message"] + "\n")
+        return 0
     if args.cmd == "status":
         s = api.lake_status(lake)
         if args.format == "json":
@@ -186,7 +198,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         p = s["program"]
         out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
-                  f"{p['query']}, {p['partition']}\n")
+                  f"{p['query']}\n")
         out.write(f"  last tick: {s['last_tick']}   completed: "
                   f"{_ranges(s['completed_ticks']) or 'none'}")
         if s["incomplete_ticks"]:

@@ -158,6 +158,11 @@ def commit(dt: DeltaTable, kind: str, actions: list, mode: str = "append",
     return read + 1 if exclusive else -1
 
 
+def table_columns(dt: DeltaTable) -> list[str]:
+    """The column names of a table's current schema."""
+    return [f.name for f in dt.schema().fields]
+
+
 def history(path: str) -> list[dict]:
     """Commit infos, newest first, each with its `version`."""
     return open_table(path).history()

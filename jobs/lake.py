@@ -16,8 +16,8 @@ from reasoning.errors import ProgramError
 from . import delta
 from .errors import InputError, LakeError, LakeMissing, ProgramMismatch
 from .ingest import check_files, file_sha256, read_files
-from .partition import find_key
 from .store import DATA_TABLES, Lake, now
+from schemas.lake import STATE_FORMAT
 
 STATUSES = ("definite", "hypothetical", "pending")
 
@@ -38,13 +38,11 @@ def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
                 f"program mismatch: the lake at {L.root} was initialised with {info.get('file')} "
                 f"(sha256 {info['hash'][:12]}, query {info.get('main')}), not {program_path} "
                 f"(sha256 {h[:12]}, query {cp.main.atom}); use a new lake for another program")
-        return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom),
-                "partition": L.key.describe()}
+        return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom)}
     if os.path.exists(L.root) and os.listdir(L.root) and any(
             os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
         raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json); remove it first")
     os.makedirs(L.meta_dir, exist_ok=True)
-    pk = find_key(cp)
     for t in DATA_TABLES + ("ticks",):
         if not delta.is_table(L.path(t)):
             delta.create_table(L.path(t), t, {"program": h})
@@ -52,13 +50,12 @@ def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
         fh.write(text)
     info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
             "query": query, "main": str(cp.main.atom), "created": now(),
-            "partition": pk.to_json(), "compiled": cp.to_json()}
+            "state_format": STATE_FORMAT, "compiled": cp.to_json()}
     tmp = os.path.join(L.meta_dir, "program.json.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=2, ensure_ascii=False)
     os.replace(tmp, os.path.join(L.meta_dir, "program.json"))  # the lake exists from here on
-    return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
-            "partition": pk.describe()}
+    return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom)}
 
 
 # ---------------------------------------------------------------------- ingest
@@ -193,19 +190,15 @@ def append_facts(lake: str, tick: int, df, batch: Optional[str] = None) -> dict:
 
 
 # ---------------------------------------------------------------------- ticks
-def _buckets(spark, buckets: Optional[int]) -> int:
-    if buckets is not None:
-        return buckets
-    env = os.environ.get("HYPO_LAKE_BUCKETS")
-    if env is not None:
-        return int(env)
-    return max(2, 2 * spark.sparkContext.defaultParallelism)
+def _executor(executor: Optional[str]) -> str:
+    return executor or os.environ.get("HYPO_LAKE_EXECUTOR") or "auto"
 
 
 def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Optional[str] = None,
-             buckets: Optional[int] = None) -> dict:
-    """S_{τ-1} + D|τ → S_τ and the tick's answers (Spark; commits via delta-rs).  buckets: 0 =
-    one group per key value, B > 0 = B hash buckets of key values (default 2 × cores)."""
+             executor: Optional[str] = None) -> dict:
+    """S_{τ-1} + D|τ → S_τ and the tick's answers: Algorithm 1 as one relational plan, on
+    Spark or on the driver (executor auto | spark | local), or the row engine on the driver
+    (row, the reference); commits via delta-rs (jobs/tick.py)."""
     from . import tick as tickjob
     from .spark import session
 
@@ -213,19 +206,17 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     L.check_program(program)
     _ = L.program
     tickjob.preflight(L, tick)
-    spark = session(master)
-    kpe = int(os.environ.get("HYPO_LAKE_KEYS_PER_ENGINE", "32"))
-    return tickjob.run_tick(L, tick, spark, _buckets(spark, buckets), kpe)
+    return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor))
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
-              program: Optional[str] = None, buckets: Optional[int] = None) -> list[dict]:
+              program: Optional[str] = None, executor: Optional[str] = None) -> list[dict]:
     from . import tick as tickjob
 
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")
     tickjob.preflight(Lake(lake).require(), start)
-    return [run_tick(lake, t, master, program=program, buckets=buckets)
+    return [run_tick(lake, t, master, program=program, executor=executor)
             for t in range(start, end + 1)]
 
 
@@ -415,8 +406,7 @@ def lake_status(lake: str) -> dict:
     last_row = done.get(last)
     return {
         "lake": L.root,
-        "program": {"file": info.get("file"), "hash": info["hash"], "query": info.get("main"),
-                    "partition": L.key.describe()},
+        "program": {"file": info.get("file"), "hash": info["hash"], "query": info.get("main")},
         "last_tick": last,
         "completed_ticks": sorted(done),
         "incomplete_ticks": incomplete,
@@ -433,3 +423,107 @@ def lake_status(lake: str) -> dict:
         "quarantine": {"total": sum(by_reason.values()), "by_reason": dict(sorted(by_reason.items())),
                        "by_stage": dict(sorted(by_stage.items()))},
     }
+
+
+# ---------------------------------------------------------------------- migration
+def _v1_answers(cp, rows: list[dict]) -> tuple[list, list]:
+    """Answers and window facts of a hypo-state/1 state (binding / evidence_idx / nogoods
+    as JSON by variable name)."""
+    from reasoning.engine import Answer
+    from reasoning.patterns import Fact, compile_templates
+
+    tps = compile_templates(cp.queries)
+    answers, window = [], []
+    for r in rows:
+        if r["kind"] == "fact":
+            window.append(Fact(r["pred"], tuple(r["args"]), int(r["time"])))
+        elif r["kind"] == "answer":
+            tp = tps[int(r["template"])]
+            idx = {n: i for i, n in enumerate(tp.names)}
+            b = [None] * len(tp.names)
+            for n, v in json.loads(r["binding"]).items():
+                b[idx[n]] = v
+            ng = frozenset(tuple(sorted((idx[v], c) for v, c in n))
+                           for n in json.loads(r["nogoods"]))
+            answers.append(Answer(tp.tid, tuple(b), frozenset(int(i) for i in r["evidence_idx"]),
+                                  ng))
+    return answers, window
+
+
+def migrate(lake: str, master: Optional[str] = None) -> dict:
+    """Convert the state table of a lake written by an earlier version (hypo-state/1: one
+    overwrite per tick, rows in the row engine's form) to hypo-state/2 (one partition per
+    tick, the set-at-a-time layout).  Every completed tick's S_τ is converted and committed
+    as its own version; the ticks log is repointed at them; the old table is kept under
+    _hypo/state-v1/.  Facts, answers and quarantine keep their layout."""
+    import pyarrow.parquet as pq
+
+    from reasoning.columnar import ColumnarEngine
+
+    from .spark import session
+    from .state import answer_state_rows
+    from .tick import STATE_FILE_COLS, _digest
+
+    L = Lake(lake).require()
+    cur = L.path("state")
+    if "vals" in delta.table_columns(L.table("state")):
+        return {"migrated": False, "message": f"the lake at {L.root} already has the current "
+                                              f"layout ({STATE_FORMAT}): nothing to do"}
+    cp = L.program
+    eng = ColumnarEngine(cp)
+    log = L.ticks_log()
+    done = L.done(log)
+    tmp = cur + ".migrating"
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    delta.create_table(tmp, "state", {"program": L.program_info["hash"], "migrated": "v1"})
+    spark = session(master) if done else None
+    new_rows: dict[int, dict] = {}
+    for tick in sorted(done):
+        row = done[tick]
+        old = delta.open_table(cur, row["state_version"])
+        rows = []
+        for a in pa.table(old.get_add_actions(flatten=True)).to_pylist():
+            rows.extend(pq.read_table(os.path.join(cur, a["path"])).to_pylist())
+        answers, window = _v1_answers(cp, rows)
+        data = pa.Table.from_pylist(answer_state_rows(eng, answers, window, cp),
+                                    schema=delta.arrow_schema("state", with_partitions=False))
+        rel = f"tick={tick}/migrated"
+        act = delta.write_file(tmp, "state", data, rel, {"tick": str(tick)},
+                               name=f"v1-{row['state_version']}.parquet")
+        dg = _digest(spark, os.path.join(tmp, rel), STATE_FILE_COLS)
+        dt = delta.open_table(tmp)
+        v = delta.commit(dt, "state", [act], mode="overwrite",
+                         partition_filters=[("tick", "=", str(tick))],
+                         metadata={"tick": str(tick), "run": "migrate", "digest": dg["digest"],
+                                   "program": cp.text_hash})
+        new_rows[tick] = {"state_version": v, "state_digest": dg["digest"],
+                          "state_rows": dg["n"]}
+    backup = os.path.join(L.meta_dir, "state-v1")
+    if os.path.exists(backup):
+        shutil.rmtree(backup)
+    os.replace(cur, backup)
+    os.replace(tmp, cur)
+    for tick in sorted(done):
+        row = dict(done[tick])
+        n = new_rows[tick]
+        prev = new_rows.get(tick - 1, {}).get("state_version", -1)
+        counts = json.loads(row.get("counts") or "{}")
+        counts["state_rows"] = n["state_rows"]
+        # repoint: the latest done row of the tick names the migrated version
+        L.log(tick, f"migrate-{row['run']}"[:24], "done", **{
+            **{k: v for k, v in row.items()
+               if k not in ("tick", "run", "phase", "ts", "program", "counts")},
+            "state_version": n["state_version"], "state_digest": n["state_digest"],
+            "prev_state_version": prev}, counts=counts)
+    with open(os.path.join(L.meta_dir, "program.json"), encoding="utf-8") as fh:
+        info = json.load(fh)
+    info["state_format"] = STATE_FORMAT
+    info.pop("partition", None)
+    with open(os.path.join(L.meta_dir, "program.json.tmp"), "w", encoding="utf-8") as fh:
+        json.dump(info, fh, indent=2, ensure_ascii=False)
+    os.replace(os.path.join(L.meta_dir, "program.json.tmp"),
+               os.path.join(L.meta_dir, "program.json"))
+    return {"migrated": True, "ticks": sorted(done),
+            "message": f"migrated the state of {len(done)} tick(s) to {STATE_FORMAT}; the old "
+                       f"table is kept in {backup}"}

@@ -66,8 +66,9 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
          .config("spark.sql.shuffle.partitions", str(parts))
          .config("spark.default.parallelism", str(parts))
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-         # per-tick jobs are many small stages: adaptive re-planning costs more than it saves
-         .config("spark.sql.adaptive.enabled", "false")
+         # the plan's joins see checkpointed inputs without size statistics: adaptive
+         # execution turns the small sides into broadcasts and coalesces tiny partitions
+         .config("spark.sql.adaptive.enabled", "true")
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.driver.memory", os.environ.get("HYPO_SPARK_DRIVER_MEMORY", "4g"))
          .config("spark.driver.extraJavaOptions", log4j)

@@ -23,7 +23,6 @@ from reasoning.errors import ProgramError
 
 from . import delta
 from .errors import LakeMissing, ProgramMismatch
-from .partition import PartitionKey, find_key
 
 DATA_TABLES = ("facts", "quarantine", "state", "answers", "dq")
 PHASES = ("start", "state", "answers", "done")
@@ -91,10 +90,6 @@ class Lake:
             return compile_program(text, info.get("file", "program.tdl"), info.get("query"))
         except ProgramError as e:
             raise ProgramMismatch(f"the stored program no longer compiles: {e.message}") from None
-
-    @cached_property
-    def key(self) -> PartitionKey:
-        return find_key(self.program)
 
     def program_id(self) -> str:
         """The identity a tick is computed with: text hash and main query."""

@@ -1,5 +1,5 @@
-"""Schemas of the lake tables (single source: schemas/lake.json; the state table's columns
-come from reasoning.rows.STATE_COLUMNS), as pyarrow schemas and Spark DDL strings."""
+"""Schemas of the lake tables (single source: schemas/lake.json), as pyarrow schemas and
+Spark DDL strings."""
 from __future__ import annotations
 
 import importlib.resources
@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from reasoning.rows import STATE_COLUMNS
+STATE_FORMAT = "hypo-state/2"
 
 TABLES = ("facts", "quarantine", "state", "answers", "dq", "ticks")
 
@@ -31,10 +31,7 @@ def spec() -> dict:
 
 def columns(table: str) -> list[tuple[str, str]]:
     """(name, type) of every column of `table`, partition columns included."""
-    cols = spec()["tables"][table]["columns"]
-    if cols == "reasoning.rows.STATE_COLUMNS":
-        return list(STATE_COLUMNS.items())
-    return [(c[0], c[1]) for c in cols]
+    return [(c[0], c[1]) for c in spec()["tables"][table]["columns"]]
 
 
 def partition_by(table: str) -> list[str]:

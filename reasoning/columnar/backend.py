@@ -20,15 +20,17 @@ from typing import Any, Iterable, Optional, Sequence
 
 import polars as pl
 
-from .layout import BOOL, INT, OBJ, STRLIST
+from .layout import BOOL, INT, INTLIST, OBJ, STRLIST
 
-_DTYPES = {OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean, STRLIST: pl.List(pl.String)}
+_DTYPES = {OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean, STRLIST: pl.List(pl.String),
+           INTLIST: pl.List(pl.Int64)}
 
 
 class PolarsBackend:
     """The in-process executor: eager Polars DataFrames."""
 
     name = "polars"
+    cheap_checks = True  # looking at the data costs microseconds: prune empty work
 
     def __init__(self, threads: Optional[int] = None):
         if threads is not None:
@@ -115,6 +117,12 @@ class PolarsBackend:
     def str_matches(self, e, pattern: str):
         return e.str.contains(pattern)
 
+    def json_str(self, e):
+        """The JSON string literal of e exactly as Python's json.dumps(ensure_ascii=False)
+        writes it (Polars' JSON encoder escapes the same characters the same way)."""
+        return (pl.struct(e.alias("v")).struct.json_encode()
+                .str.strip_prefix('{"v":').str.strip_suffix("}"))
+
     def str_starts(self, e, prefix: str):
         return e.str.starts_with(prefix)
 
@@ -129,6 +137,18 @@ class PolarsBackend:
 
     def list_of(self, items: list):
         return pl.concat_list(items)
+
+    def typed_list(self, items: list, kind: str):
+        """A list column of the given element kind (OBJ or INT) from item expressions."""
+        if not items:
+            return pl.lit([], dtype=pl.List(_DTYPES[kind]))
+        return pl.concat_list([i.cast(_DTYPES[kind]) for i in items])
+
+    def get_item(self, lst, i: int):
+        return lst.list.get(i, null_on_oob=True)
+
+    def cast(self, e, kind: str):
+        return e.cast(_DTYPES[kind])
 
     def list_norm(self, lst):
         """Drop nulls, deduplicate and sort (the canonical form of `ng` and of E/H)."""
@@ -192,7 +212,15 @@ class PolarsBackend:
         return df.height > 0 and (df.get_column(col).list.len().max() or 0) > 0
 
     def is_empty(self, df) -> bool:
+        """A hint: True only if the frame is known to be empty (Polars always knows)."""
         return df.height == 0
+
+    def exists(self, df) -> bool:
+        """Exactly: the frame has a row."""
+        return df.height > 0
+
+    def begin_tick(self) -> None:
+        pass
 
     def columns(self, df) -> list[str]:
         return df.columns

@@ -86,6 +86,13 @@ class ColumnarEngine:
         for tp in self.templates:
             self.by_head.setdefault(tp.head.pred, []).append(tp.tid)
         self.all_vars = [Pattern(range(len(tp.names))) for tp in self.templates]
+        # static facts that spare looking at the data: which templates' answers can carry
+        # nogoods at all (template nogoods, or pieces of step 3 on a negated literal), and
+        # whether a nogood on several variables can arise anywhere
+        self.may_ng = [bool(tp.nogoods) or bool(tp.neg) for tp in self.templates]
+        self.multi_possible = any(len(n) > 1 for tp in self.templates for n in tp.nogoods) or \
+            any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
+                for tp in self.templates for j in tp.neg)
         self.stats = {"fallback_refs": 0}
 
     # ================================================================== expressions
@@ -119,12 +126,15 @@ class ColumnarEngine:
         return self.S[k].items()
 
     # ================================================================== the tick
-    def step(self, facts, tau: int, snapshot: bool = True) -> ColumnarReport:
+    def step(self, facts, tau: int, snapshot: bool = True, clean: bool = False
+             ) -> ColumnarReport:
         """Algorithm 1 for tick τ: S_{τ-1} and D|τ give S_τ (facts must be validated).
-        `facts` is a list of Fact or {pred: {column: values}} (a0.., t)."""
+        `facts` is a list of Fact or {pred: {column: values} | frame (a0.., t)}; clean: the
+        frames hold no duplicate (in the slice or of a fact in W) — the caller removed them."""
         if tau != self.tau + 1:
             raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
         B = self.B
+        B.begin_tick()
         rep = ColumnarReport(tau)
         cols = facts if isinstance(facts, dict) else facts_by_pred(facts)
         # window expiry: W keeps facts with t + δ > τ (002 Def. 17, potentially future)
@@ -140,7 +150,10 @@ class ColumnarEngine:
                 self.dplans[p] = DelayPlan(self.delays, p)
                 self.W[p] = B.empty(fact_schema(self.edb[p] - 1, window=True))
             n = self.edb[p] - 1
-            df = B.from_columns(c, fact_schema(n))
+            df = B.from_columns(c, fact_schema(n)) if isinstance(c, dict) else c
+            if clean:
+                D[p] = B.materialize(df)
+                continue
             total = B.height(df)
             if total == 0:
                 continue
@@ -153,16 +166,19 @@ class ColumnarEngine:
                 if not B.is_empty(seen):
                     dup_frames.append((p, seen))
                     u = B.join(u, wk, keys, keys, how="anti")
+            u = B.materialize(u)
             rep.duplicates += total - B.height(u)
             if not B.is_empty(u):
                 D[p] = u
-        rep.accepted = sum(B.height(d) for d in D.values())
+        rep.accepted = sum(B.height(d) for d in D.values()) if B.cheap_checks else -1
         if rep.duplicates:
-            rep.duplicate_facts = self._duplicate_facts(cols, dup_frames)
+            rep.duplicate_facts = self._duplicate_facts(
+                {p: c for p, c in cols.items() if isinstance(c, dict)}, dup_frames)
         present = {}
         for p, d in D.items():
             w = self.W[p]
-            present[p] = d if B.is_empty(w) else B.concat([d, self._sel(w, B.columns(d))])
+            present[p] = d if B.is_empty(w) else B.materialize(
+                B.concat([d, self._sel(w, B.columns(d))]))
         for p, w in self.W.items():
             if p not in present and not B.is_empty(w):
                 present[p] = B.drop(w, ["wexp"])
@@ -192,13 +208,13 @@ class ColumnarEngine:
             dd = B.with_columns(dd, {"wexp": B.col("t") + B.col("_d")})
             dd = B.filter(B.drop(dd, ["_d"]), B.col("wexp") > B.lit(tau, INT))
             if not B.is_empty(dd):
-                self.W[p] = B.concat([self.W[p], dd])
+                self.W[p] = B.materialize(B.concat([self.W[p], dd]))
         fresh = {}
         for k in range(len(self.templates)):
             full = self.layouts[k].full_mask
             for P, a in self.S[k].items():
-                f = B.filter(a, (B.col("born") == B.lit(tau, INT)) &
-                             (B.col("ev") == B.lit(full, INT)))
+                f = B.materialize(B.filter(a, (B.col("born") == B.lit(tau, INT)) &
+                                           (B.col("ev") == B.lit(full, INT))))
                 if not B.is_empty(f):
                     fresh[(k, P)] = f
         if self.forget and fresh:
@@ -212,7 +228,8 @@ class ColumnarEngine:
         self.tau = tau
         if self.forget:
             self._forget(tau)
-        rep.state_size = sum(B.height(a) for parts in self.S for a in parts.values())
+        rep.state_size = sum(B.height(a) for parts in self.S for a in parts.values()) \
+            if B.cheap_checks else -1
         return rep
 
     def _duplicate_facts(self, cols: dict, dup_frames: list) -> list:
@@ -306,14 +323,17 @@ class ColumnarEngine:
         B = self.B
         lay = self.layouts[k]
         objs = [x for x in sorted(P) if lay.kinds[x] == OBJ]
-        if not objs or not B.any_nonempty_list(df, "ng"):
+        if not objs or (B.cheap_checks and not B.any_nonempty_list(df, "ng")):
             return df
         has = B.list_len(B.col("ng")) > B.lit(0, INT)
         rest = B.filter(df, has)
         plain = B.filter(df, ~has)
-        multi_flag = B.list_any_prefix(B.col("ng"), "*")
-        multi = B.filter(rest, multi_flag)
-        rest = B.filter(rest, ~multi_flag)
+        if self.multi_possible:
+            multi_flag = B.list_any_prefix(B.col("ng"), "*")
+            multi = B.filter(rest, multi_flag)
+            rest = B.filter(rest, ~multi_flag)
+        else:
+            multi = None
         out = [plain]
         if not B.is_empty(rest):
             viol = []
@@ -324,7 +344,7 @@ class ColumnarEngine:
                 ng = B.list_drop_prefix(ng, f"{x}:")
             rest = B.with_columns(rest, {"_viol": B.any_of(viol), "ng": ng})
             out.append(B.drop(B.filter(rest, ~B.col("_viol")), ["_viol"]))
-        if not B.is_empty(multi):
+        if multi is not None and B.exists(multi):
             from ..patterns import reduce_nogoods
 
             rows = []
@@ -351,13 +371,13 @@ class ColumnarEngine:
         df = B.unique(df, keys)
         cur = self.S[k].get(P)
         if fresh_only and cur is not None:
-            self.S[k][P] = B.concat([cur, df])
+            self.S[k][P] = B.materialize(B.concat([cur, df]))
         elif cur is not None and not B.is_empty(cur):
             df = B.join(df, self._sel(cur, keys), keys, keys, how="anti", nulls_equal=True)
             if not B.is_empty(df):
-                self.S[k][P] = B.concat([cur, df])
+                self.S[k][P] = B.materialize(B.concat([cur, df]))
         else:
-            self.S[k][P] = df
+            self.S[k][P] = B.materialize(df)
 
     def _put(self, new: dict, k: int, P: Pattern, df) -> None:
         if df is not None and not self.B.is_empty(df):
@@ -444,7 +464,7 @@ class ColumnarEngine:
                 continue
             R, lkeys, names = self._prep(cache, lp, F, str(j))
             if not lkeys:
-                if not B.is_empty(R):
+                if B.exists(R):
                     ev = B.set_bit(ev, j)
                 continue
             df = B.join(df, R, lkeys, names, how="left")
@@ -523,7 +543,7 @@ class ColumnarEngine:
                 if lkeys:
                     A = B.join(A, R, lkeys, names, how="left")
                     hits.append(notev & B.not_null(B.col(f"_mh{j}")))
-                elif not B.is_empty(R):
+                elif B.exists(R):
                     hits.append(notev)
             elif lp.tvar is None:
                 if lp.toff in set(B.values(F, "t")):
@@ -574,8 +594,9 @@ class ColumnarEngine:
             keep = ((~B.col("_act")) & B.col("_live")) | (
                 B.col("_pri") & (~B.col("_hit")) & B.col("_live"))
             evolve = B.col("_act") & (~B.col("_pri"))
-            E = B.filter(A, evolve)
-            self.S[k][P] = self._sel(B.filter(A, keep), list(self._schema(k, P)))
+            A = B.materialize(A)
+            E = B.materialize(B.filter(A, evolve))
+            self.S[k][P] = B.materialize(self._sel(B.filter(A, keep), list(self._schema(k, P))))
             if B.is_empty(E):
                 continue
             E = self._sel(E, self._base(P))
@@ -602,7 +623,7 @@ class ColumnarEngine:
         if seeds:
             Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev")),
                                                       "ev": B.agg_min(B.col("ev") * B.lit(0, INT))})
-            Sd = self._present_all(Sd, k, G, present)
+            Sd = B.materialize(self._present_all(Sd, k, G, present))
         else:
             Sd = None
         # the ground partition: hits join the seeded bindings
@@ -615,16 +636,16 @@ class ColumnarEngine:
                            how="left")
                 hit = B.not_null(B.col("smask")) & (
                     B.bit_and(B.col("smask"), B.bit_not(B.col("ev"))) != B.lit(0, INT))
-                J = B.with_columns(J, {"_hit": hit, "_pri": self._pristine(k)})
-                self.S[k][G] = self._sel(B.filter(J, (~B.col("_hit")) & live),
-                                         list(self._schema(k, G)))
-                E = B.filter(J, B.col("_hit") & (~B.col("_pri")))
+                J = B.materialize(B.with_columns(J, {"_hit": hit, "_pri": self._pristine(k)}))
+                self.S[k][G] = B.materialize(self._sel(B.filter(J, (~B.col("_hit")) & live),
+                                                       list(self._schema(k, G))))
+                E = B.materialize(B.filter(J, B.col("_hit") & (~B.col("_pri"))))
                 if not B.is_empty(E):
                     E = B.select(E, [B.col(c) for c in vcols] + [
                         B.alias(B.bit_or(B.col("ev"), B.col("pbits")), "ev"), B.col("ng")])
                     self._put(new, k, G, self._finish(k, G, E, tau, ng_empty=True))
             else:
-                self.S[k][G] = B.filter(A, live)
+                self.S[k][G] = B.materialize(B.filter(A, live))
         if Sd is not None:
             Sd = B.select(Sd, [B.col(c) for c in vcols] + [
                 B.col("ev"), B.alias(B.str_list(self.tpl_ng[k]), "ng")])
@@ -704,15 +725,16 @@ class ColumnarEngine:
                         if tcond is not None:
                             cond = cond & tcond
                         A = B.with_columns(A, {"_ref": cond})
-                        R = B.drop(B.filter(A, B.col("_ref")), ["_ref"])
+                        R = B.materialize(B.drop(B.filter(A, B.col("_ref")), ["_ref"]))
                         if B.is_empty(R):
                             continue
                         rest = B.drop(B.filter(A, ~B.col("_ref")), ["_ref"])
-                        L = Lcache.get(lp.pred)
+                        L = Lcache.get(lp.pred)  # noqa
                         if L is None:
                             L = Lcache[lp.pred] = self._L_frames(lp.pred)
                         kept, pieces = self._refine(k, j, P, R, L, tau)
-                        self.S[k][P] = B.concat([rest, kept]) if kept is not None else rest
+                        self.S[k][P] = B.materialize(
+                            B.concat([rest, kept]) if kept is not None else rest)
                         for P2, df in pieces:
                             self._add(k, P2, df)
 
@@ -747,7 +769,7 @@ class ColumnarEngine:
                     items.append(B.alias(self._texpr(head), "lt"))
                 items.append(B.alias(B.col("ev") == B.lit(full, INT), "ldef"))
                 items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
-                out.append((k2, P2 & hv, B.select(A, items)))
+                out.append((k2, P2 & hv, B.materialize(B.select(A, items))))
         return out
 
     def _covers(self, R, lp: LitPattern, h_bound: Pattern, L: list):
@@ -756,6 +778,7 @@ class ColumnarEngine:
         must take (null: every instance is covered)."""
         B = self.B
         parts = []
+        self._approx = False
         unb = sorted({x for isvar, x in lp.args if isvar} - h_bound)
         for k2, l_bound, F in L:
             head = self.templates[k2].head
@@ -768,6 +791,7 @@ class ColumnarEngine:
             spec = cover_spec(lp, h_bound, head, l_bound, ("R", "_ht"), l_time)
             if spec is None:
                 continue
+            self._approx = self._approx or spec.approx
             Rf, Lf = R, F
             lkeys, rkeys = [], []
             for a, b in spec.conds:
@@ -854,8 +878,9 @@ class ColumnarEngine:
         Fl, Tr = B.lit(False, BOOL), B.lit(True, BOOL)
         parts = self._covers(R, lp, h_bound, L)
         C = B.concat(parts) if parts else None
+        maybe = any(self.may_ng[k2] for k2, _, _ in L) or self._approx
         if C is not None and not B.is_empty(C):
-            if self._any_flag(C):
+            if maybe and self._any_flag(C):
                 bad = B.filter(C, B.col("lng") | B.col("approx"))
                 ids = B.unique(self._sel(bad, ["_rid"]))
                 complex_.append(B.join(R, ids, ["_rid"], ["_rid"], how="semi"))
@@ -987,8 +1012,8 @@ class ColumnarEngine:
                     if not literal_vars(head2) <= P2:
                         continue
                     A = self.S[k2][P2]
-                    self.S[k2][P2] = self._sel(B.join(A, H, lkeys, rcols, how="anti"),
-                                               B.columns(A))
+                    self.S[k2][P2] = B.materialize(
+                        self._sel(B.join(A, H, lkeys, rcols, how="anti"), B.columns(A)))
 
     def _forget(self, tau: int) -> None:
         """Bounded state (000 §7): a definite answer is emitted once, then dropped as soon as
@@ -1009,7 +1034,7 @@ class ColumnarEngine:
                         continue
                     ht = self._texpr(tp.head)
                     drop = full & (ht + B.lit(lag, INT) <= B.lit(tau, INT))
-                A = B.filter(A, ~drop)
+                A = B.materialize(B.filter(A, ~drop))
                 if B.is_empty(A):
                     del self.S[k][P]
                 else:

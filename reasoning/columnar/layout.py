@@ -28,7 +28,7 @@ from typing import Iterable, Optional
 from ..engine import Answer
 from ..patterns import ETemplate, Fact
 
-OBJ, INT, BOOL, STRLIST = "obj", "int", "bool", "strlist"
+OBJ, INT, BOOL, STRLIST, INTLIST = "obj", "int", "bool", "strlist", "intlist"
 META = ("ev", "ng", "exp", "dlp", "unb", "born")
 META_KINDS = {"ev": INT, "ng": STRLIST, "exp": INT, "dlp": INT, "unb": BOOL, "born": INT}
 MAX_LITERALS = 62  # ev is an int64 bit mask

@@ -44,9 +44,8 @@ class Renderer:
                     e = B.str_replace(e, ch, f"\\u{code:04x}")
         return e
 
-    def _jstr(self, e, special: bool):
-        B = self.B
-        return B.concat_str([B.lit('"', OBJ), self._escape_json(e, special), B.lit('"', OBJ)])
+    def _jstr(self, e, special: bool = True):
+        return self.B.json_str(e)
 
     def _cfmt(self, e):
         """Program syntax of an object constant (syntax.Const.__str__)."""
@@ -281,7 +280,8 @@ class Renderer:
                            Lsel, lkeys, ["_L_" + c for c in rkeys], how="inner")
                 if B.is_empty(J):
                     continue
-                if B.col_max(B.select(J, [B.alias(B.col("_L_lng"), "_f")]), "_f"):
+                if eng.may_ng[k2] and B.col_max(B.select(J, [B.alias(B.col("_L_lng"), "_f")]),
+                                                 "_f"):
                     python_ids.append(B.select(B.filter(J, B.col("_L_lng")), [B.col("_rid")]))
                 aggs.append(B.select(J, [B.col("_rid"), B.alias(B.col("_L_ldl"), "ldl"),
                                          B.alias(B.col("_L_ldef"), "ldef")]))
@@ -328,10 +328,12 @@ class Renderer:
 
     # ------------------------------------------------------------ lines
     def lines(self, frames: dict, tau: int, all_queries: bool = False,
-              include_pending: bool = False, with_keys: bool = False):
+              include_pending: bool = False, with_keys: bool = False, table: bool = False):
         """The printed answer set of tick τ (main query unless all_queries), sorted as
         `hypo run` prints it: (query ≠ main, json.dumps(obj, sort_keys=True)).  With
-        with_keys: a frame of (grp, skey, line, akey, status) instead of the list."""
+        with_keys: a frame of (grp, skey, line, akey, status) instead of the list; with
+        table: the lake's answers-table columns (unsorted)."""
+        self._table = table
         B = self.B
         eng = self.eng
         shown = {k for k, tp in enumerate(eng.templates)
@@ -358,8 +360,10 @@ class Renderer:
             if not B.is_empty(df):
                 parts.extend(self._render(k, P, df, tau))
         if not parts:
-            return ([] if not with_keys else None)
+            return ([] if not (with_keys or table) else None)
         out = B.unique(B.concat(parts), ["skey"])
+        if table:
+            return out
         out = B.sort(out, ["grp", "skey"])
         if with_keys:
             return out
@@ -371,7 +375,7 @@ class Renderer:
         tp = eng.templates[k]
         lay = eng.layouts[k]
         full = lay.full_mask
-        has_ng = B.any_nonempty_list(df, "ng")
+        has_ng = eng.may_ng[k] and (not B.cheap_checks or B.any_nonempty_list(df, "ng"))
         out = []
         if has_ng:
             ng_rows = B.filter(df, B.list_len(B.col("ng")) > B.lit(0, INT))
@@ -379,7 +383,7 @@ class Renderer:
             out.append(self._render_python(k, P, ng_rows, tau))
         if B.is_empty(df):
             return out
-        special = self._special(df, P, k)
+        special = True
         st = B.when(B.col("ev") == B.lit(full, INT), B.lit(DEFINITE, OBJ),
                     B.when(B.col("ev") != B.lit(0, INT), B.lit(HYPOTHETICAL, OBJ),
                            B.lit(PENDING, OBJ)))
@@ -408,10 +412,51 @@ class Renderer:
                              B.lit(f', "tick": {tau}}}', OBJ)])
         akey = self._akey_expr(k, P, q, special)
         grp = B.lit(0 if str(tp.query.atom) == self.main_q else 1, INT)
-        out.append(B.select(df, [B.alias(grp, "grp"), B.alias(skey, "skey"),
-                                 B.alias(line, "line"), B.alias(akey, "akey"),
-                                 B.alias(B.col("_st"), "status")]))
+        items = [B.alias(grp, "grp"), B.alias(skey, "skey"), B.alias(line, "line"),
+                 B.alias(akey, "akey"), B.alias(B.col("_st"), "status")]
+        if getattr(self, "_table", False):
+            items += [B.alias(B.lit(str(tp.query.atom), OBJ), "query"),
+                      B.alias(sub_sort, "substitution"), B.alias(B.lit("{}", OBJ), "excluded"),
+                      B.alias(B.null(OBJ), "excluded_combinations"),
+                      B.alias(B.col("_ev"), "evidence"), B.alias(B.col("_hy"), "hypotheses"),
+                      B.alias(B.col("dl"), "deadline"), B.alias(self._atom(k, P), "atom")]
+        out.append(B.select(df, items))
         return out
+
+    def _atom(self, k: int, P):
+        """format_atom_answer relationally (rows without exclusions)."""
+        B = self.B
+        tp = self.eng.templates[k]
+        q = tp.query.atom
+        names, vals = self._substitution(k, P, False)
+        raw: dict = {}
+        for name, isvar, x, off in tp.qvars:
+            if not isvar:
+                raw[name] = B.lit(str(x), OBJ)
+            elif x in P:
+                raw[name] = (B.to_str(B.col(vcol(x)) + B.lit(off, INT)) if x in tp.time_vars
+                             else B.col(vcol(x)))
+        parts: list = [B.lit(q.pred + "(", OBJ)]
+        first = True
+        for t in q.args:
+            if not first:
+                parts.append(B.lit(", ", OBJ))
+            first = False
+            name = getattr(t, "name", None)
+            if name is not None and name in raw:
+                parts.append(raw[name])
+            else:
+                parts.append(B.lit(str(t), OBJ))
+        if q.time is not None:
+            if not first:
+                parts.append(B.lit(", ", OBJ))
+            tv = q.time.var
+            if tv and tv in raw:
+                parts.append(raw[tv])
+            else:
+                parts.append(B.lit(tv if tv else str(q.time.offset), OBJ))
+        parts.append(B.lit(")", OBJ))
+        return B.concat_str(parts)
 
     def _special(self, df, P, k: int) -> bool:
         """Some bound object value holds a control character (needs \\uXXXX escapes)."""
@@ -420,6 +465,8 @@ class Renderer:
         objs = [vcol(x) for x in sorted(P) if lay.kinds[x] == OBJ]
         if not objs:
             return False
+        if not B.cheap_checks:
+            return True  # escape everything rather than look
         flag = B.any_of([B.str_matches(B.col(c), _SPECIAL) for c in objs])
         return bool(B.col_max(B.select(df, [B.alias(flag, "_s")]), "_s"))
 
@@ -460,17 +507,37 @@ class Renderer:
         eng = self.eng
         tp = eng.templates[k]
         lay = eng.layouts[k]
+        from ..explain import format_atom_answer
+        from .layout import STRLIST
+
         rows = []
+        table = getattr(self, "_table", False)
         for r in B.rows(df):
             a = row_to_answer(lay, r)
             obj = render_object(tp, a, tau, r["dl"])
-            rows.append({"grp": 0 if obj["query"] == self.main_q else 1,
-                         "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
-                         "line": json.dumps(obj, ensure_ascii=False),
-                         "akey": answer_key_text(obj), "status": obj["status"]})
+            row = {"grp": 0 if obj["query"] == self.main_q else 1,
+                   "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
+                   "line": json.dumps(obj, ensure_ascii=False),
+                   "akey": answer_key_text(obj), "status": obj["status"]}
+            if table:
+                row.update(query=obj["query"],
+                           substitution=json.dumps(obj["substitution"], sort_keys=True,
+                                                   ensure_ascii=False),
+                           excluded=json.dumps(obj["excluded"], sort_keys=True,
+                                               ensure_ascii=False),
+                           excluded_combinations=json.dumps(
+                               obj["excluded_combinations"], sort_keys=True, ensure_ascii=False)
+                           if "excluded_combinations" in obj else None,
+                           evidence=obj["evidence"], hypotheses=obj["hypotheses"],
+                           deadline=obj["deadline"], atom=format_atom_answer(obj))
+            rows.append(row)
         self.stats["python_rows"] += len(rows)
-        return B.from_rows(rows, {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ,
-                                  "status": OBJ})
+        schema = {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ, "status": OBJ}
+        if table:
+            schema.update(query=OBJ, substitution=OBJ, excluded=OBJ,
+                          excluded_combinations=OBJ, evidence=STRLIST, hypotheses=STRLIST,
+                          deadline=INT, atom=OBJ)
+        return B.from_rows(rows, schema)
 
 
 def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:

@@ -1,0 +1,180 @@
+"""Validation of a slice D|τ as relational operations (the backend interface of
+reasoning/columnar/backend.py: Spark SQL in the JVM, or Polars on the driver — no Python
+touches a row): the reason of every refused row — the same text `hypo run` prints
+(reasoning.stream.validate), in the same order of checks — and the duplicates.  Great
+Expectations then checks the slice on the same frame (its Spark execution engine, or pandas
+on the driver) for the tick's data-quality record.
+
+  wrong_type          pred, args and time are required
+  rigid_predicate     a rigid predicate's facts belong in the program
+  idb_predicate       only EDB facts may arrive
+  unknown_predicate   not a predicate of the program
+  arity               len(args) + 1 ≠ arity(pred)
+  negative_time       time < 0
+  future_time         time > τ
+  late                τ > time + δ(fact): no longer future-possible (δ as joins, delays.py)
+  duplicate           a repeat inside the slice (all but the first by source, line), or a
+                      fact still in the window W
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from reasoning.columnar.delays import COL, DelayPlan
+from reasoning.columnar.layout import BOOL, INT, OBJ
+from reasoning.compiler import CompiledProgram
+
+from .dq import FACT_COLUMNS, _label, expectations
+
+_SUITES: dict[str, Any] = {}
+COLS = ["tick", "pred", "args", "time", "source", "line", "batch"]
+
+
+def with_reasons(B, df, cp: CompiledProgram, tau: int):
+    """df (tick, pred, args, time, source, line, batch) with _rid (order of source, line,
+    batch), n_args, arity, latest and reason_code / reason (null: accepted)."""
+    an = cp.analysis
+    edb = dict(an.edb)
+    df = B.with_row_id(B.sort(df, ["source", "line", "batch"]), "_rid")
+    ar = B.from_rows([{"_ap": p, "arity": n} for p, n in sorted(edb.items())],
+                     {"_ap": OBJ, "arity": INT})
+    df = B.join(df, ar, [B.col("pred")], ["_ap"], how="left")
+    df = B.with_columns(df, {"n_args": B.when(B.is_null(B.col("args")), B.null(INT),
+                                              B.list_len(B.col("args")) + B.lit(1, INT))})
+    deltas = []
+    for p, n in sorted(edb.items()):
+        sub = B.filter(df, (B.col("pred") == B.lit(p, OBJ)) & (B.col("n_args") == B.lit(n, INT))
+                       & B.not_null(B.col("time")))
+        sub = B.select(sub, [B.col("_rid")] + [B.alias(B.get_item(B.col("args"), i), f"a{i}")
+                                               for i in range(n - 1)])
+        plan = DelayPlan(cp.delays, p)
+        sub = plan.column_static(B, sub, [(COL, f"a{i}") for i in range(n - 1)], "_delta")
+        deltas.append(B.select(sub, [B.alias(B.col("_rid"), "_drid"), B.col("_delta")]))
+    if deltas:
+        df = B.join(df, B.concat(deltas), [B.col("_rid")], ["_drid"], how="left")
+    else:
+        df = B.with_columns(df, {"_delta": B.null(INT)})
+    df = B.with_columns(df, {"latest": B.col("time") + B.col("_delta")})
+    known = ", ".join(sorted(edb)) or "none"
+    pred, t, tick = B.col("pred"), B.col("time"), B.col("tick")
+    s = B.to_str
+    lit = lambda x: B.lit(x, OBJ)  # noqa: E731
+
+    def member(values) -> Any:
+        values = sorted(values)
+        return B.any_of([pred == lit(v) for v in values]) if values else B.lit(False, BOOL)
+
+    checks = [
+        (B.is_null(pred) | B.is_null(B.col("args")) | B.is_null(t), "wrong_type",
+         lit("pred, args and time are required")),
+        (member(an.rigid), "rigid_predicate",
+         B.concat_str([pred, lit(" is a rigid predicate: its facts belong in the program")])),
+        (member(an.idb), "idb_predicate",
+         B.concat_str([pred, lit(" is defined by rules (IDB); only EDB facts may arrive")])),
+        (~member(edb), "unknown_predicate",
+         B.concat_str([lit("unknown predicate "), pred, lit(f" (EDB predicates: {known})")])),
+        (B.col("n_args") != B.col("arity"), "arity",
+         B.concat_str([pred, lit(" takes "), s(B.col("arity")), lit(" arguments, got "),
+                       s(B.col("n_args"))])),
+        (t < B.lit(0, INT), "negative_time", lit("negative timestamp")),
+        (t > tick, "future_time",
+         B.concat_str([lit("timestamp "), s(t), lit(" is after its arrival tick "), s(tick)])),
+        (tick > B.col("latest"), "late",
+         B.concat_str([lit("late: arrived at tick "), s(tick), lit(" but δ("), pred,
+                       lit("(…)) = "), s(B.col("_delta")), lit(" requires arrival by tick "),
+                       s(B.col("latest"))])),
+    ]
+    code, reason = B.null(OBJ), B.null(OBJ)
+    for cond, c, why in reversed(checks):
+        hit = B.coalesce([cond, B.lit(False, BOOL)])
+        code = B.when(hit, lit(c), code)
+        reason = B.when(hit, why, reason)
+    df = B.with_columns(df, {"reason_code": code, "reason": reason})
+    return B.drop(df, ["_delta", "_drid", "_ap"])
+
+
+def with_duplicates(B, df, window, tau: int):
+    """Accepted rows that repeat a fact of the slice (all but the first by source, line) or
+    a fact still in the window W get reason_code `duplicate` (the engine never sees them)."""
+    ok = B.is_null(B.col("reason_code"))
+    first = B.group_agg(B.filter(df, ok), ["pred", "args", "time"],
+                        {"_first": B.agg_min(B.col("_rid"))})
+    first = B.select(first, [B.alias(B.col("pred"), "_fp"), B.alias(B.col("args"), "_fa"),
+                             B.alias(B.col("time"), "_ft"), B.col("_first")])
+    df = B.join(df, first, [B.col("pred"), B.col("args"), B.col("time")],
+                ["_fp", "_fa", "_ft"], how="left")
+    in_slice = ok & B.not_null(B.col("_first")) & (B.col("_rid") != B.col("_first"))
+    if window is not None:
+        wk = B.unique(B.select(window, [B.alias(B.col("pred"), "_wp"),
+                                        B.alias(B.col("args"), "_wa"),
+                                        B.alias(B.col("time"), "_wt")]))
+        wk = B.with_columns(wk, {"_inw": B.lit(True, BOOL)})
+        df = B.join(df, wk, [B.col("pred"), B.col("args"), B.col("time")],
+                    ["_wp", "_wa", "_wt"], how="left")
+        in_w = ok & B.not_null(B.col("_inw"))
+    else:
+        in_w = B.lit(False, BOOL)
+    df = B.with_columns(df, {
+        "reason": B.when(in_slice, B.lit(f"duplicate of a fact already in slice {tau}", OBJ),
+                         B.when(in_w, B.lit("duplicate: this fact already arrived at an earlier "
+                                            "tick", OBJ), B.col("reason"))),
+        "reason_code": B.when(in_slice | in_w, B.lit("duplicate", OBJ), B.col("reason_code"))})
+    return B.drop(df, ["_fp", "_fa", "_ft", "_first", "_wp", "_wa", "_wt", "_inw"])
+
+
+def _suite(cp: CompiledProgram, key: str, kind: str):
+    k = (key, kind)
+    got = _SUITES.get(k)
+    if got is not None:
+        return got
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import logging
+
+    import great_expectations as gx
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    ctx = gx.get_context(mode="ephemeral")
+    try:
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
+    src = ctx.data_sources.add_spark("slice") if kind == "spark" else \
+        ctx.data_sources.add_pandas("slice")
+    bd = src.add_dataframe_asset("facts").add_batch_definition_whole_dataframe("whole")
+    suite = ctx.suites.add(gx.ExpectationSuite(f"slice-{key[:12]}", expectations=expectations(cp)))
+    _SUITES[k] = (bd, suite)
+    return bd, suite
+
+
+def gx_summary(B, df, cp: CompiledProgram, key: str) -> list[dict]:
+    """The expectation suite of jobs/dq.py run by Great Expectations on the frame (columns
+    FACT_COLUMNS, rid, n_args, arity, latest): on Spark by its Spark execution engine."""
+    import contextlib
+    import io
+
+    cols = FACT_COLUMNS + ["rid", "n_args", "arity", "latest"]
+    frame = B.select(df, [B.col(c) for c in FACT_COLUMNS] +
+                     [B.alias(B.col("_rid"), "rid"), B.col("n_args"), B.col("arity"),
+                      B.col("latest")])
+    if B.name == "spark":
+        bd, suite = _suite(cp, key, "spark")
+    else:
+        frame = frame.to_pandas()
+        for c in ("time", "tick", "n_args", "arity", "latest", "line", "rid"):
+            frame[c] = frame[c].astype("Int64")
+        bd, suite = _suite(cp, key, "pandas")
+    with contextlib.redirect_stderr(io.StringIO()):
+        res = bd.get_batch(batch_parameters={"dataframe": frame}).validate(
+            suite, result_format={"result_format": "SUMMARY"})
+    out = []
+    for r in res.results:
+        typ, kw = _label(r.expectation_config)
+        rr = r.result or {}
+        out.append({"expectation": typ, "kwargs": kw,
+                    "element_count": rr.get("element_count", 0),
+                    "unexpected_count": rr.get("unexpected_count", 0),
+                    "success": bool(r.success)})
+    return sorted(out, key=lambda s: (s["expectation"], s["kwargs"]))
