@@ -1,25 +1,43 @@
-"""Engine benchmark (issue: online engine): the wind-turbine program with N devices, random
-hot readings and random delays within δ over many ticks.  Prints facts/s, per-tick time
-(median, p99, first vs last decile) and the state size per tick.
+"""Engine benchmark: Algorithm 1's executors on generated streams, tick loop in-process
+(and, with --e2e, `hypo run` end to end).  One JSON object per run with --format json:
 
-    .venv/bin/python bench/engine.py --devices 1000 10000 100000 --ticks 1000
+  {"engine", "workload", "devices", "ticks", "facts", "facts_per_s", "median_tick_ms",
+   "p99_tick_ms", "state_first_decile", "state_last_decile", "definite"}
+
+definite: the number of main-query answers that became definite during the run (each
+answer once); every engine must print the same.
+
+Workloads:
+  turbines     examples/wind_turbines.tdl's program with δ = 3 and per-device overrides for
+               100 devices (delays and negation on); bursty hot readings, each arriving
+               within its device's δ
+  malfunction  examples/malfunction.tdl (positive, δ = 0 — the papers' Java engine's
+               setting); every device hot with p = 0.5 per tick
+
+    .venv/bin/python bench/engine.py --engine row columnar --devices 1000 10000 --ticks 1000
+    .venv/bin/python bench/engine.py --engine columnar --devices 100000 --ticks 100 \
+        --workload malfunction --format json
+    .venv/bin/python bench/engine.py --engine columnar --devices 10000 --ticks 50 --e2e
+
+Goals are read from the printed figures (bench/README.md), never asserted in tests.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from reasoning.compiler import compile_program  # noqa: E402
-from reasoning.engine import Engine  # noqa: E402
-from reasoning.patterns import Fact  # noqa: E402
-
-PROGRAM = """
+TURBINES = """
 #query OK(X, T).
 #delay Hot = 3.
 {overrides}
@@ -28,87 +46,139 @@ Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).
 Shdn(X, T+1) :- Cool(X, T), Flag(X, T+1).
 OK(X, T-1) :- not Shdn(X, T).
 """
+MALFUNCTION = (ROOT / "examples" / "malfunction.tdl").read_text()
 
 
-def workload(n: int, ticks: int, p_hot: float, seed: int, n_override: int = 100):
-    """Program text and the stream: slices[τ] = facts arriving at τ (delay ≤ δ(device))."""
+def workload(name: str, n: int, ticks: int, seed: int = 7, p_hot: float = 0.1,
+             n_override: int = 100):
+    """(program text, slices: per arrival tick the list of (pred, args, time))."""
     rnd = random.Random(seed)
     devices = [f"wt{i}" for i in range(n)]
+    slices: list[list] = [[] for _ in range(ticks + 4)]
+    if name == "malfunction":
+        for t in range(ticks):
+            for d in devices:
+                if rnd.random() < 0.5:
+                    slices[t].append(("Temp", (d, "high"), t))
+        return MALFUNCTION, slices[:ticks]
     delays = {d: 3 for d in devices}
     over = []
     for d in devices[:n_override]:  # per-instance δ (002 §3) for a subset of devices
         delays[d] = rnd.randint(0, 2)
         over.append(f"#delay Hot({d}, T) = {delays[d]}.")
-    slices: list[list[Fact]] = [[] for _ in range(ticks + 4)]
     hot = [False] * n
     for t in range(ticks):
         for i, d in enumerate(devices):
-            # bursts: a hot device tends to stay hot (so shutdowns happen)
-            hot[i] = rnd.random() < (0.6 if hot[i] else p_hot)
+            hot[i] = rnd.random() < (0.6 if hot[i] else p_hot)  # bursts
             if hot[i]:
-                slices[t + rnd.randint(0, delays[d])].append(Fact("Hot", (d,), t))
-    return PROGRAM.format(overrides="\n".join(over)), slices[:ticks]
+                slices[t + rnd.randint(0, delays[d])].append(("Hot", (d,), t))
+    return TURBINES.format(overrides="\n".join(over)), slices[:ticks]
 
 
-def run(n: int, ticks: int, p_hot: float, seed: int, quiet: bool = False) -> dict:
-    text, slices = workload(n, ticks, p_hot, seed)
+def _inputs(engine: str, slices):
+    from reasoning.patterns import Fact
+
+    facts = [[Fact(p, a, t) for p, a, t in s] for s in slices]
+    if engine == "row":
+        return facts
+    from reasoning.columnar.layout import facts_by_pred
+
+    return [facts_by_pred(fs) for fs in facts]
+
+
+def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
+    from reasoning.compiler import compile_program
+    from reasoning.session import Session
+
+    text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
-    eng = Engine(cp)
+    sess = Session(cp, engine=engine)
+    inputs = _inputs("row" if engine in ("row", "auto") else engine, slices)
     times, sizes = [], []
-    n_facts = 0
-    definite = 0
+    n_facts = definite = 0
     t_all = time.perf_counter()
-    c_all = time.process_time()
-    for tau, facts in enumerate(slices):
+    for tau, facts in enumerate(inputs):
         t0 = time.perf_counter()
-        rep = eng.step(facts, tau, snapshot=False)
+        rep = sess.step(facts, tau)
         times.append(time.perf_counter() - t0)
         sizes.append(rep.state_size)
-        n_facts += len(facts)
-        definite += len(rep.new_definite)
+        n_facts += len(slices[tau])
+        if sess.col is not None:
+            definite += sum(sess.col.B.height(f) for (k, _), f in rep.fresh.items()
+                            if sess.col.templates[k].qid == 0)
+        else:
+            definite += len(rep.new_definite)
     wall = time.perf_counter() - t_all
-    cpu = time.process_time() - c_all
     dec = max(1, ticks // 10)
-    res = {
-        "devices": n, "ticks": ticks, "facts": n_facts, "wall_s": wall,
-        "facts_per_s": n_facts / wall if wall else 0.0,
-        "cpu_s": cpu, "facts_per_cpu_s": n_facts / cpu if cpu else 0.0,
-        "tick_median_ms": statistics.median(times) * 1e3,
-        "tick_p99_ms": sorted(times)[int(0.99 * (len(times) - 1))] * 1e3,
-        "tick_first_decile_ms": statistics.mean(times[:dec]) * 1e3,
-        "tick_last_decile_ms": statistics.mean(times[-dec:]) * 1e3,
-        "state_first_decile": statistics.mean(sizes[:dec]),
-        "state_last_decile": statistics.mean(sizes[-dec:]),
-        "state_max": max(sizes),
-        "window_last": sum(len(s) for s in eng.window.values()),
-        "definite_emitted": definite,
-    }
-    if not quiet:
-        step = max(1, ticks // 10)
-        print(f"  state size per tick (every {step}th): "
-              + " ".join(str(sizes[i]) for i in range(0, ticks, step)))
-    return res
+    return {"engine": engine, "workload": wl, "devices": n, "ticks": ticks, "facts": n_facts,
+            "facts_per_s": round(n_facts / wall) if wall else 0,
+            "median_tick_ms": round(statistics.median(times) * 1e3, 2),
+            "p99_tick_ms": round(sorted(times)[int(0.99 * (len(times) - 1))] * 1e3, 2),
+            "state_first_decile": round(statistics.mean(sizes[:dec]), 1),
+            "state_last_decile": round(statistics.mean(sizes[-dec:]), 1),
+            "definite": definite, "seconds": round(wall, 3),
+            "executor_at_end": sess.executor}
+
+
+def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = True) -> dict:
+    """`hypo run --format jsonl [--changes]` as a user runs it, timed as a whole process."""
+    text, slices = workload(wl, n, ticks, seed)
+    d = tempfile.mkdtemp(prefix="hypo-bench-")
+    prog = os.path.join(d, "p.tdl")
+    stream = os.path.join(d, "s.jsonl")
+    Path(prog).write_text(text)
+    with open(stream, "w") as fh:
+        for tau, s in enumerate(slices):
+            for p, a, t in s:
+                fh.write(json.dumps({"tick": tau, "fact": f"{p}({', '.join(a + (str(t),))})"})
+                         + "\n")
+    argv = [sys.executable, "-m", "reasoning.cli", "run", prog, "--stream", stream,
+            "--format", "jsonl", "--engine", engine, "--until", str(ticks - 1)]
+    if changes:
+        argv.append("--changes")
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+    wall = time.perf_counter() - t0
+    return {"e2e_seconds": round(wall, 3), "e2e_exit": p.returncode,
+            "e2e_output_lines": p.stdout.count(b"\n"), "e2e_changes": changes}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--engine", nargs="+", default=["row", "columnar"],
+                    choices=["row", "columnar", "auto"])
     ap.add_argument("--devices", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--ticks", type=int, default=1000)
-    ap.add_argument("--p-hot", type=float, default=0.1)
+    ap.add_argument("--workload", nargs="+", default=["turbines"],
+                    choices=["turbines", "malfunction"])
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="Polars threads (the goals are per core; default 1)")
+    ap.add_argument("--e2e", action="store_true",
+                    help="also time `hypo run --format jsonl --changes` end to end")
+    ap.add_argument("--format", choices=["text", "json"], default="text")
     args = ap.parse_args(argv)
-    cols = ["devices", "ticks", "facts", "wall_s", "facts_per_s", "facts_per_cpu_s",
-            "tick_median_ms",
-            "tick_p99_ms", "tick_first_decile_ms", "tick_last_decile_ms",
-            "state_first_decile", "state_last_decile", "state_max", "definite_emitted"]
+    os.environ["POLARS_MAX_THREADS"] = str(args.threads)
     rows = []
-    for n in args.devices:
-        print(f"N = {n} devices, {args.ticks} ticks, p_hot = {args.p_hot}")
-        rows.append(run(n, args.ticks, args.p_hot, args.seed))
-    print()
-    print(" | ".join(cols))
-    for r in rows:
-        print(" | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
+    for wl in args.workload:
+        for n in args.devices:
+            for eng in args.engine:
+                r = run(eng, wl, n, args.ticks, args.seed)
+                if args.e2e:
+                    r.update(e2e(eng, wl, n, args.ticks, args.seed))
+                    r["e2e_over_engine"] = round(r["e2e_seconds"] / r["seconds"], 2) \
+                        if r["seconds"] else None
+                rows.append(r)
+                if args.format == "json":
+                    print(json.dumps(r), flush=True)
+                else:
+                    print(f"{wl:12s} {eng:9s} devices {n:>7} ticks {args.ticks:>5} "
+                          f"facts {r['facts']:>9} {r['facts_per_s']:>9} facts/s  tick "
+                          f"{r['median_tick_ms']:>8.2f} ms (p99 {r['p99_tick_ms']:>8.2f})  state "
+                          f"{r['state_first_decile']:.0f}->{r['state_last_decile']:.0f}  "
+                          f"definite {r['definite']}"
+                          + (f"  e2e {r['e2e_seconds']} s ({r['e2e_over_engine']}x)"
+                             if args.e2e else ""), flush=True)
     return 0
 
 

@@ -107,7 +107,7 @@ def io_floor(spark, lake: str, tick: int, prev_state_version: int) -> float:
     return dt
 
 
-def worker(n: int, master: str, ticks: int, workdir: str) -> dict:
+def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark") -> dict:
     os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
         "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * int(master.strip("local[]") or 1)))
     from jobs import lake as api
@@ -128,7 +128,7 @@ def worker(n: int, master: str, ticks: int, workdir: str) -> dict:
         api.append_facts(lake, tau, slice_df(spark, devices, tau))
         gen = time.perf_counter() - t1
         c0 = cpu_tree()
-        s = api.run_tick(lake, tau)
+        s = api.run_tick(lake, tau, executor=executor)
         cpu = cpu_tree() - c0
         c0 = cpu_tree()
         floor = io_floor(spark, lake, tau, s["prev_state_version"]) if tau > 0 else None
@@ -136,12 +136,13 @@ def worker(n: int, master: str, ticks: int, workdir: str) -> dict:
         rows.append({"tick": tau, "seconds": sum(s["seconds"].values()), "phases": s["seconds"],
                      "facts": s["counts"]["facts"], "accepted": s["counts"]["accepted"],
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
-                     "groups": s["counts"]["groups"], "floor": floor, "generate": gen,
+                     "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,
                      "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None})
         print(json.dumps({"n": n, "master": master, **rows[-1]}), file=sys.stderr, flush=True)
     spark.stop()
     shutil.rmtree(lake, ignore_errors=True)
-    return {"n": n, "master": master, "startup": startup, "devices": devices, "ticks": rows}
+    return {"n": n, "master": master, "executor": executor, "startup": startup,
+            "devices": devices, "ticks": rows}
 
 
 def summarize(res: dict) -> dict:
@@ -156,7 +157,9 @@ def summarize(res: dict) -> dict:
     for r in m:
         for k, v in r["phases"].items():
             phases[k] = phases.get(k, 0.0) + v / len(m)
-    return {"n": res["n"], "master": res["master"], "facts": facts, "seconds": sec,
+    return {"n": res["n"], "master": res["master"] + ("" if res.get("executor") == "spark"
+                                                     else f" ({res.get('executor')})"),
+            "facts": facts, "seconds": sec,
             "facts_per_s": facts / sec if sec else 0.0, "floor": floor,
             "ratio": sec / floor if floor else None, "state_rows": m[-1]["state_rows"],
             "cpu": cpu, "floor_cpu": statistics.median(fcpu) if fcpu else None,
@@ -194,6 +197,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
     ap.add_argument("--ticks", type=int, default=4)
+    ap.add_argument("--executors", nargs="+", default=["spark"],
+                    help="the tick job's executor: spark (the plan in the JVM), local (the "
+                         "same plan on Polars in the driver), row (the row engine)")
+    ap.add_argument("--executor", default="spark", help=argparse.SUPPRESS)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -203,21 +210,24 @@ def main(argv=None) -> int:
     workdir = args.workdir or str(ROOT / "bench" / "out" / "pipeline")
     os.makedirs(workdir, exist_ok=True)
     if args.worker:
-        print(json.dumps(worker(args.n, args.master, args.ticks, workdir)))
+        print(json.dumps(worker(args.n, args.master, args.ticks, workdir, args.executor)))
         return 0
     results = []
     for n in args.sizes:
         for m in args.masters:
-            t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, __file__, "--worker", "--n", str(n), "--master", m,
-                                "--ticks", str(args.ticks), "--workdir", workdir],
-                               stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
-            if p.returncode != 0:
-                print(f"N={n} {m}: failed (exit {p.returncode})", file=sys.stderr)
-                continue
-            res = json.loads(p.stdout.strip().splitlines()[-1])
-            results.append(summarize(res))
-            print(f"N={n} {m}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            for ex in args.executors:
+                t0 = time.perf_counter()
+                p = subprocess.run([sys.executable, __file__, "--worker", "--n", str(n),
+                                    "--master", m, "--ticks", str(args.ticks), "--workdir",
+                                    workdir, "--executor", ex],
+                                   stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+                if p.returncode != 0:
+                    print(f"N={n} {m} {ex}: failed (exit {p.returncode})", file=sys.stderr)
+                    continue
+                res = json.loads(p.stdout.strip().splitlines()[-1])
+                results.append(summarize(res))
+                print(f"N={n} {m} {ex}: done in {time.perf_counter() - t0:.0f} s",
+                      file=sys.stderr)
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

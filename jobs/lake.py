@@ -140,18 +140,27 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
 
 def _write_facts_pandas(L: Lake, batch: str, parsed, master: Optional[str],
                         tick: Optional[int]) -> None:
-    import pandas as pd
+    """The parsed rows of a batch as one Parquet file per tick (pyarrow, on the driver that
+    parsed them), committed as one append.  File names are unique per writer, so a writer
+    never replaces files another may commit."""
+    import uuid
 
-    from schemas.lake import spark_ddl
-
-    from .spark import session
-
-    spark = session(master)
-    pdf = pd.DataFrame({"tick": parsed.tick, "pred": parsed.pred, "args": parsed.args,
-                        "time": parsed.time, "source": parsed.source, "line": parsed.line,
-                        "batch": [batch] * len(parsed)})
-    df = spark.createDataFrame(pdf, schema=spark_ddl("facts"))
-    _commit_facts_df(L, df, batch, {"batch": batch, "tick": "" if tick is None else str(tick)})
+    rows: dict[int, list] = {}
+    for i in range(len(parsed)):
+        rows.setdefault(parsed.tick[i], []).append(i)
+    schema = delta.arrow_schema("facts")
+    acts = []
+    for t, idx in sorted(rows.items()):
+        data = pa.Table.from_pydict({
+            "tick": [t] * len(idx), "pred": [parsed.pred[i] for i in idx],
+            "args": [list(parsed.args[i]) for i in idx], "time": [parsed.time[i] for i in idx],
+            "source": [parsed.source[i] for i in idx], "line": [parsed.line[i] for i in idx],
+            "batch": [batch] * len(idx)}, schema=schema)
+        acts.append(delta.write_file(L.path("facts"), "facts", data, f"tick={t}",
+                                     {"tick": str(t)},
+                                     name=f"ingest-{batch}-{uuid.uuid4().hex[:12]}.parquet"))
+    delta.commit(L.table("facts"), "facts", acts, mode="append", exclusive=False,
+                 metadata={"batch": batch, "tick": "" if tick is None else str(tick)})
 
 
 def _commit_facts_df(L: Lake, df, batch: str, metadata: dict) -> int:
@@ -460,9 +469,8 @@ def migrate(lake: str, master: Optional[str] = None) -> dict:
 
     from reasoning.columnar import ColumnarEngine
 
-    from .spark import session
     from .state import answer_state_rows
-    from .tick import STATE_FILE_COLS, _digest
+    from .tick import STATE_FILE_COLS, digest_files
 
     L = Lake(lake).require()
     cur = L.path("state")
@@ -477,7 +485,6 @@ def migrate(lake: str, master: Optional[str] = None) -> dict:
     if os.path.exists(tmp):
         shutil.rmtree(tmp)
     delta.create_table(tmp, "state", {"program": L.program_info["hash"], "migrated": "v1"})
-    spark = session(master) if done else None
     new_rows: dict[int, dict] = {}
     for tick in sorted(done):
         row = done[tick]
@@ -491,14 +498,13 @@ def migrate(lake: str, master: Optional[str] = None) -> dict:
         rel = f"tick={tick}/migrated"
         act = delta.write_file(tmp, "state", data, rel, {"tick": str(tick)},
                                name=f"v1-{row['state_version']}.parquet")
-        dg = _digest(spark, os.path.join(tmp, rel), STATE_FILE_COLS)
+        n, dg, _ = digest_files([os.path.join(tmp, act.path)], STATE_FILE_COLS)
         dt = delta.open_table(tmp)
         v = delta.commit(dt, "state", [act], mode="overwrite",
                          partition_filters=[("tick", "=", str(tick))],
-                         metadata={"tick": str(tick), "run": "migrate", "digest": dg["digest"],
+                         metadata={"tick": str(tick), "run": "migrate", "digest": dg,
                                    "program": cp.text_hash})
-        new_rows[tick] = {"state_version": v, "state_digest": dg["digest"],
-                          "state_rows": dg["n"]}
+        new_rows[tick] = {"state_version": v, "state_digest": dg, "state_rows": n}
     backup = os.path.join(L.meta_dir, "state-v1")
     if os.path.exists(backup):
         shutil.rmtree(backup)

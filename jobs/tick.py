@@ -304,7 +304,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     n_dup = by.get("duplicate", 0)
     n_rej = n_slice - n_dup - by.get("", 0)
     if n_slice:
-        dq = gx_summary(B, v, cp, lake.program_id())
+        dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
     else:
         dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
     tm.lap(f"validate ({io.name} + GX)")

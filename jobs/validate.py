@@ -25,7 +25,7 @@ from reasoning.columnar.delays import COL, DelayPlan
 from reasoning.columnar.layout import BOOL, INT, OBJ
 from reasoning.compiler import CompiledProgram
 
-from .dq import FACT_COLUMNS, _label, expectations
+from .dq import GX_COLUMNS, _label, expectations
 
 _SUITES: dict[str, Any] = {}
 COLS = ["tick", "pred", "args", "time", "source", "line", "batch"]
@@ -149,26 +149,28 @@ def _suite(cp: CompiledProgram, key: str, kind: str):
     return bd, suite
 
 
-def gx_summary(B, df, cp: CompiledProgram, key: str) -> list[dict]:
-    """The expectation suite of jobs/dq.py run by Great Expectations on the frame (columns
-    FACT_COLUMNS, rid, n_args, arity, latest): on Spark by its Spark execution engine."""
+GX_LOCAL_MAX = int(os.environ.get("HYPO_LAKE_GX_LOCAL_MAX", "200000"))
+
+
+def gx_summary(B, df, cp: CompiledProgram, key: str, rows: int = 0) -> list[dict]:
+    """The expectation suite of jobs/dq.py run by Great Expectations on the frame's
+    GX_COLUMNS: by its Spark execution engine for a slice of more than GX_LOCAL_MAX rows on
+    the Spark executor, else with pandas on the driver."""
     import contextlib
     import io
 
-    cols = FACT_COLUMNS + ["rid", "n_args", "arity", "latest"]
-    frame = B.select(df, [B.col(c) for c in FACT_COLUMNS] +
-                     [B.alias(B.col("_rid"), "rid"), B.col("n_args"), B.col("arity"),
-                      B.col("latest")])
-    if B.name == "spark":
+    frame = B.select(df, [B.col(c) for c in GX_COLUMNS])
+    if B.name == "spark" and rows > GX_LOCAL_MAX:
         bd, suite = _suite(cp, key, "spark")
-    else:
-        frame = frame.to_pandas()
-        for c in ("time", "tick", "n_args", "arity", "latest", "line", "rid"):
+    else:  # a small slice: its six checked columns on the driver (GX's Spark engine costs
+        # ~30 jobs, 3-30 s, whatever the size)
+        frame = frame.toPandas() if B.name == "spark" else frame.to_pandas()
+        for c in ("time", "tick", "n_args", "arity", "latest"):
             frame[c] = frame[c].astype("Int64")
         bd, suite = _suite(cp, key, "pandas")
-    with contextlib.redirect_stderr(io.StringIO()):
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         res = bd.get_batch(batch_parameters={"dataframe": frame}).validate(
-            suite, result_format={"result_format": "SUMMARY"})
+            suite, result_format={"result_format": "BASIC"})
     out = []
     for r in res.results:
         typ, kw = _label(r.expectation_config)

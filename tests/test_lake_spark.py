@@ -22,7 +22,7 @@ from lakehelp import (api_lines, copy_lake, hypo, lake_lines, reference, until_o
                       write_program)
 from reasoning.compiler import compile_file
 from reasoning.engine import Engine
-from reasoning.rows import to_rows
+from reasoning.patterns import Fact
 from reasoning.stream import read_stream_file
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -49,7 +49,9 @@ def _cli(*argv: str) -> str:
 
 @pytest.fixture(scope="module")
 def turbine(spark, tmp_path_factory):
-    """Example 13 through `hypo lake`: init, ingest the stream, run ticks 0..8."""
+    """Example 13 through `hypo lake`: init, ingest the stream, run ticks 0..8 with the plan
+    on Spark (the executor of large ticks; the other tests use the default, which runs the
+    same plan on the driver for ticks this small)."""
     d = tmp_path_factory.mktemp("turbine")
     lake = str(d / "lake")
     until = until_of(TURBINES, STREAM)
@@ -57,8 +59,8 @@ def turbine(spark, tmp_path_factory):
     _cli("--lake", lake, "init", "--program", TURBINES)
     out = _cli("--lake", lake, "ingest", STREAM)
     assert "5 fact row(s)" in out
-    out = _cli("--lake", lake, "run", "--from", "0", "--to", str(until))
-    assert out.count("\n") == until + 1
+    out = _cli("--lake", lake, "run", "--from", "0", "--to", str(until), "--executor", "spark")
+    assert out.count("\n") == until + 1 and out.count("spark executor") == until + 1
     return {"lake": lake, "until": until, "ref": reference(TURBINES, STREAM, until),
             "ref_all": reference(TURBINES, STREAM, until, all_=True), "dir": d}
 
@@ -86,7 +88,6 @@ def test_example13_through_the_cli_equals_hypo_run(turbine):
         assert api_lines(lake, t, "all", MAIN) == turbine["ref_all"][t], f"tick {t} (--all)"
     st = api.lake_status(lake)
     assert st["last_tick"] == 8 and st["incomplete_ticks"] == []
-    assert st["program"]["partition"].startswith("key positions")
 
 
 def test_answers_at_tick_2_after_tick_8_by_time_travel(turbine):
@@ -165,20 +166,31 @@ def test_lifecycle_hypothetical_to_definite_and_refuted(spark, tmp_path):
 
 
 def _state_rows(lake: str, tick: int) -> list:
+    """S_tick as the lake stores it (partition tick of the version tick committed)."""
     v = Lake(lake).done()[tick]["state_version"]
-    t = delta.read_arrow(os.path.join(lake, "state"), "state", version=v)
-    out = []
-    for r in t.to_pylist():
-        r.pop("key")
-        out.append(json.dumps(r, sort_keys=True))
-    return sorted(out)
+    t = delta.read_arrow(os.path.join(lake, "state"), "state", version=v,
+                         partitions={"tick": tick})
+    return sorted(json.dumps(r, sort_keys=True) for r in t.to_pylist())
 
 
-def test_generated_turbines_20_devices_equal_hypo_run_and_engine_state(spark, tmp_path,
-                                                                        monkeypatch):
-    """Two keys per engine: global rows reach each engine with the nogoods of its own keys
-    only, the carrier group keeps the others (jobs/tick.py)."""
-    monkeypatch.setenv("HYPO_LAKE_KEYS_PER_ENGINE", "2")
+def _state_answers(lake: str, tick: int, cp) -> tuple:
+    """S_tick of the lake as row-engine Answers and window facts (canonical order)."""
+    from jobs.state import rows_to_answers
+
+    v = Lake(lake).done()[tick]["state_version"]
+    t = delta.read_arrow(os.path.join(lake, "state"), "state", version=v,
+                         partitions={"tick": tick})
+    answers, window = rows_to_answers(cp, t.to_pylist())
+    return _canon(answers), sorted(map(str, window))
+
+
+def _canon(answers) -> list:
+    return sorted((a.tid, str(a.b), sorted(a.ev), sorted(map(str, a.ng))) for a in answers)
+
+
+def test_generated_turbines_20_devices_equal_hypo_run_and_engine_state(spark, tmp_path):
+    """20 devices with their own δ: every tick's answers are `hypo run`'s and S_τ (answers
+    and window) is the row engine's, tick by tick."""
     delays, rows = turbine_stream(20, 5, max_delay=3, seed=11)
     prog = write_program(tmp_path, turbine_program(delays))
     stream = str(tmp_path / "s.jsonl")
@@ -192,23 +204,21 @@ def test_generated_turbines_20_devices_equal_hypo_run_and_engine_state(spark, tm
     cp = compile_file(prog)
     st = read_stream_file(stream, cp)
     eng = Engine(cp)
-    groups = 0
     for t in range(until + 1):
-        s = api.run_tick(lake, t)
-        groups = max(groups, s["counts"]["groups"])
+        api.run_tick(lake, t)
         assert api_lines(lake, t, None, MAIN) == ref[t], f"tick {t}"
         assert api_lines(lake, t, "all", MAIN) == ref_all[t], f"tick {t} (--all)"
         eng.step([f for f, _ in st.slices.get(t, ())], t)
-        single = sorted(json.dumps({k: v for k, v in r.items() if k != "key"}, sort_keys=True)
-                        for r in to_rows(eng))
-        assert _state_rows(lake, t) == single, f"S_{t} differs from the single engine's"
-    assert groups >= 3  # several buckets of keys and the global group
+        window = sorted(str(f) for (p, tt), s_ in eng.window.items() for f in
+                        (Fact(p, a, tt) for a in s_))
+        assert _state_answers(lake, t, cp) == (_canon(eng.answers), window), f"S_{t}"
 
 
-@pytest.mark.parametrize("seed,buckets", [(1, 0), (3, None)])
-def test_random_programs_equal_hypo_run(spark, tmp_path, seed, buckets):
-    """Differential: small random programs (seed 3 has no partition key: one partition);
-    buckets=0 groups by the key value itself, None by hash buckets of it."""
+@pytest.mark.parametrize("seed,executor", [(1, "spark"), (2, "local"), (3, "row"),
+                                           (4, "local")])
+def test_random_programs_equal_hypo_run(spark, tmp_path, seed, executor):
+    """Differential: small random programs with negation, every executor of the tick job
+    (the plan on Spark, the plan on the driver, the row engine)."""
     text, rows = random_case(seed, n_devices=4, n_times=4)
     prog = write_program(tmp_path, text)
     stream = str(tmp_path / "s.jsonl")
@@ -217,7 +227,7 @@ def test_random_programs_equal_hypo_run(spark, tmp_path, seed, buckets):
     lake = str(tmp_path / "lake")
     api.init(lake, prog)
     api.ingest(lake, None, [stream])
-    api.run_range(lake, 0, until, buckets=buckets)
+    api.run_range(lake, 0, until, executor=executor)
     ref_all = reference(prog, stream, until, all_=True)
     for t in range(until + 1):
         assert api_lines(lake, t, "all", "B(X, T)") == ref_all[t], f"seed {seed} tick {t}"

@@ -1,5 +1,6 @@
-"""Lake job pieces that need no Spark: partition key, input parsing, Delta helpers, data
-quality reasons, and the CLI's one-line errors for user mistakes."""
+"""Lake job pieces that need no Spark: the state layout, relational validation, input
+parsing, Delta helpers, data quality reasons, migration, and the CLI's one-line errors for
+user mistakes."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import pytest
 from jobs import delta
 from jobs.generate import random_case, turbine_program
 from jobs.ingest import read_files
-from jobs.partition import find_key
 from lakehelp import hypo, write_program
 from reasoning.compiler import compile_file, compile_program
 from reasoning.patterns import Fact
@@ -20,35 +20,56 @@ from reasoning.patterns import Fact
 TURBINES = "examples/wind_turbines.tdl"
 
 
-# ------------------------------------------------------------------ partition key
-def test_turbine_key_is_x():
-    pk = find_key(compile_file(TURBINES))
-    assert not pk.single
-    assert pk.positions == {"Hot": 0, "OK": 0, "Shdn": 0}
-    assert set(pk.key_var_name.values()) == {"X"}
-    assert pk.fact_key(Fact("Hot", ("wt2",), 3)) == "wt2"
+# ------------------------------------------------------------------ state layout
+def test_state_rows_roundtrip_every_tick_of_example13():
+    """S_τ as state rows (jobs/state.py, hypo-state/2) and back gives the engine's S_τ."""
+    from jobs.state import rows_to_answers, state_frame
+    from reasoning.columnar import ColumnarEngine
+    from reasoning.stream import read_stream_file
+
+    cp = compile_file(TURBINES)
+    st = read_stream_file("examples/wind_turbines.jsonl", cp)
+    eng = ColumnarEngine(cp)
+    for t in range(9):
+        eng.step([f for f, _ in st.slices.get(t, ())], t, snapshot=False)
+        rows = state_frame(eng.B, eng, cp).to_dicts()
+        answers, window = rows_to_answers(cp, rows)
+        key = lambda a: (a.tid, str(a.b), sorted(a.ev), sorted(map(str, a.ng)))  # noqa: E731
+        assert sorted(map(key, answers)) == sorted(map(key, eng.answers())), t
+        assert sorted(window) == sorted(eng.window_facts()), t
+        assert sum(r["kind"] == "meta" for r in rows) == 1
 
 
-def test_key_needs_the_variable_in_every_literal():
-    prog, _ = random_case(3)  # A(X, T) :- p(X, T), q(Y, T): Y breaks every position
-    pk = find_key(compile_program(prog))
-    assert pk.single and "no argument position" in pk.reason
-    assert pk.answer_key(0, (None, None)) == "*"
+# ------------------------------------------------------------------ validation
+def test_relational_reasons_are_hypo_runs():
+    """jobs/validate.py refuses the rows reasoning.stream.validate refuses, with its text."""
+    import polars as pl
 
+    from jobs.validate import with_duplicates, with_reasons
+    from reasoning.columnar.backend import PolarsBackend
+    from reasoning.stream import validate
 
-def test_key_search_backtracks_over_positions():
-    # the key of P is its second argument, of E its first
-    text = ("#query P(A, X, T).\n#delay E = 1.\n"
-            "P(A, X, T) :- E(X, A, T), not Q(X, T).\nQ(X, T) :- E(X, b, T).\n")
-    pk = find_key(compile_program(text))
-    assert not pk.single
-    assert pk.positions["P"] == 1 and pk.positions["E"] == 0 and pk.positions["Q"] == 0
-
-
-def test_rigid_predicates_mean_one_partition():
-    text = "#query OK(X, T).\n#rigid Type/2.\nType(wt1, big).\nOK(X, T) :- Hot(X, T), Type(X, big).\n"
-    pk = find_key(compile_program(text))
-    assert pk.single and "rigid" in pk.reason
+    cp = compile_file(TURBINES)
+    rows = [("Hot", ["wt1"], 2), ("Foo", ["a"], 1), ("Shdn", ["wt1"], 2), ("Hot", ["a", "b"], 2),
+            ("Hot", ["wt2"], 5), ("Hot", ["wt3"], 0), ("Hot", ["wt3"], -1), ("Hot", ["wt1"], 2),
+            ("Hot", ["wt2"], 1), (None, ["x"], 1)]
+    df = pl.DataFrame({"tick": [2] * len(rows), "pred": [r[0] for r in rows],
+                       "args": [r[1] for r in rows], "time": [r[2] for r in rows],
+                       "source": ["s"] * len(rows), "line": list(range(1, len(rows) + 1)),
+                       "batch": ["b"] * len(rows)})
+    B = PolarsBackend()
+    win = pl.DataFrame({"pred": ["Hot"], "args": [["wt2"]], "time": [1]})
+    out = with_duplicates(B, with_reasons(B, df, cp, 2), win, 2).sort("line").to_dicts()
+    for (pred, args, t), got in zip(rows, out):
+        if pred is None:
+            assert got["reason_code"] == "wrong_type"
+            continue
+        want = validate(cp, Fact(pred, tuple(args), t), 2)
+        if want is None:
+            continue
+        assert got["reason"] == want, (pred, args, t)
+    assert out[0]["reason"] is None and out[7]["reason_code"] == "duplicate"
+    assert out[8]["reason"] == "duplicate: this fact already arrived at an earlier tick"
 
 
 # ------------------------------------------------------------------ input files
@@ -136,22 +157,29 @@ def test_exclusive_commit_conflicts_and_partitions(tmp_path):
 
 # ------------------------------------------------------------------ data quality
 def test_dq_reasons_are_those_of_hypo_run():
-    import pandas as pd
+    """The relational validation (the local executor's; Spark runs the same plan) gives
+    `hypo run`'s reasons, and Great Expectations counts the same failures."""
+    import polars as pl
 
-    from jobs.dq import validate_frame
+    from jobs.validate import gx_summary, with_reasons
+    from reasoning.columnar.backend import PolarsBackend
 
     cp = compile_file(TURBINES)
     rows = [("Hot", ["wt1"], 3), ("Shdn", ["wt1"], 3), ("Foo", ["a"], 1), ("Hot", ["a", "b"], 1),
             ("Hot", ["wt1"], 5), ("Hot", ["wt3"], 1), ("Hot", ["wt1"], -1), ("Hot", ["wt2"], 0)]
-    pdf = pd.DataFrame({"tick": [3] * len(rows), "pred": [r[0] for r in rows],
-                        "args": [r[1] for r in rows], "time": [r[2] for r in rows],
-                        "source": "s", "line": range(len(rows)), "batch": "b"})
-    out, summary = validate_frame(pdf, cp, "k")
-    assert list(out["reason_code"]) == [None, "idb_predicate", "unknown_predicate", "arity",
-                                        "future_time", "late", "negative_time", None]
+    df = pl.DataFrame({"tick": [3] * len(rows), "pred": [r[0] for r in rows],
+                       "args": [r[1] for r in rows], "time": [r[2] for r in rows],
+                       "source": ["s"] * len(rows), "line": list(range(len(rows))),
+                       "batch": ["b"] * len(rows)})
+    B = PolarsBackend()
+    out = with_reasons(B, df, cp, 3).sort("line")
+    assert out.get_column("reason_code").to_list() == [
+        None, "idb_predicate", "unknown_predicate", "arity", "future_time", "late",
+        "negative_time", None]
     from reasoning.stream import validate
 
-    assert out["reason"].iloc[5] == validate(cp, Fact("Hot", ("wt3",), 1), 3)
+    assert out.get_column("reason").to_list()[5] == validate(cp, Fact("Hot", ("wt3",), 1), 3)
+    summary = gx_summary(B, out, cp, "k")
     unexpected = {s["expectation"]: s["unexpected_count"] for s in summary
                   if s["unexpected_count"]}
     assert unexpected["expect_column_values_to_be_in_set"] == 2
@@ -196,3 +224,66 @@ def test_program_errors_keep_their_location(tmp_path):
     bad = write_program(tmp_path, "#query OK(X, T).\nOK(X, T) :- Hot(X, T\n")
     rc, out, err = hypo("lake", "--lake", str(tmp_path / "l"), "init", "--program", bad)
     assert rc == 2 and "p.tdl:" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ migration
+def _v1_lake(tmp_path, ticks: int):
+    """A lake as the previous version wrote it: state table in the row engine's form
+    (hypo-state/1, one overwrite per tick), ticks 0..ticks-1 done."""
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import CommitProperties, create_table_with_add_actions
+
+    from jobs import lake as api
+    from jobs.store import Lake
+    from reasoning.engine import Engine
+    from reasoning.rows import STATE_COLUMNS, to_rows
+    from reasoning.stream import read_stream_file
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    api.ingest(lake, None, ["examples/wind_turbines.jsonl"])
+    L = Lake(lake)
+    path = L.path("state")
+    import shutil
+
+    shutil.rmtree(path)
+    typ = {"string": pa.string(), "long": pa.int64(), "array<long>": pa.list_(pa.int64()),
+           "array<string>": pa.list_(pa.string())}
+    v1 = pa.schema([(n, typ[t]) for n, t in STATE_COLUMNS.items()])
+    os.makedirs(path)
+    create_table_with_add_actions(path, Schema.from_arrow(v1), [], mode="error", name="state")
+    cp = compile_file(TURBINES)
+    st = read_stream_file("examples/wind_turbines.jsonl", cp)
+    eng = Engine(cp)
+    prev = -1
+    for t in range(ticks):
+        eng.step([f for f, _ in st.slices.get(t, ())], t)
+        rel = f"v-{t}.parquet"
+        pq.write_table(pa.Table.from_pylist(to_rows(eng), schema=v1), os.path.join(path, rel))
+        DeltaTable(path).create_write_transaction(
+            [delta.file_action(path, rel, {})], mode="overwrite", schema=v1,
+            commit_properties=CommitProperties(custom_metadata={"tick": str(t)}))
+        v = DeltaTable(path).version()
+        L.log(t, f"old{t}", "done", state_version=v, prev_state_version=prev,
+              state_digest=f"d{t}", answers_version=0, answers_digest="-",
+              facts_version=1, counts={})
+        prev = v
+    return lake
+
+
+def test_a_v1_lake_is_refused_then_migrated_and_continues(tmp_path):
+    from jobs import lake as api
+    from jobs.errors import LakeError
+    from lakehelp import api_lines, reference
+
+    lake = _v1_lake(tmp_path, 4)
+    with pytest.raises(LakeError, match="hypo lake migrate"):
+        api.run_tick(lake, 4, executor="local")
+    r = api.migrate(lake)
+    assert r["migrated"] and r["ticks"] == [0, 1, 2, 3]
+    assert not api.migrate(lake)["migrated"]  # idempotent
+    api.run_range(lake, 4, 8, executor="local")
+    ref = reference(TURBINES, "examples/wind_turbines.jsonl", 8, all_=True)
+    for t in range(4, 9):
+        assert api_lines(lake, t, "all", "OK(X, T)") == ref[t], t
+    assert os.path.isdir(os.path.join(lake, "_hypo", "state-v1"))
