@@ -21,7 +21,7 @@ from reasoning.explain import static_horizons
 from reasoning.session import Session
 from reasoning.stream import read_stream_file
 from tests.gen import cases
-from tests.helpers import EXAMPLES, facts
+from tests.helpers import EXAMPLES, budget, facts
 
 
 def _until(cp, case) -> int:
@@ -53,7 +53,7 @@ def assert_same_run(cp, stream: dict, until: int, forget: bool = True) -> dict:
     return col.col.stats
 
 
-PROPS = settings(max_examples=120, deadline=None, derandomize=False,
+PROPS = settings(max_examples=budget(120), deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -64,7 +64,8 @@ def test_random_programs_same_state_and_lines_every_tick(case, forget):
     assert_same_run(cp, case.stream, _until(cp, case), forget)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(60, "columnar"), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(cases(negation=False, multi_time=True))
 def test_random_positive_programs(case):
     cp = compile_program(case.text, "<gen>")

@@ -18,7 +18,7 @@ from reasoning.session import Session
 from reasoning.syntax import Atom, Const, Time
 from reasoning.patterns import Fact
 from tests.gen import Case, cases
-from tests.helpers import ENGINES
+from tests.helpers import ENGINES, budget
 
 by_engine = pytest.mark.parametrize("engine", ENGINES)
 
@@ -56,77 +56,90 @@ def _run(case, engine="row", forget=True):
 
 
 @by_engine
-@SETTINGS
-@given(cases(negation=False))
-def test_positive_definite_answers_are_exactly_A(engine, case):
+def test_positive_definite_answers_are_exactly_A(engine):
     """Positive programs: at every τ the definite answers so far are exactly A(Q, D, τ)."""
-    seen: set = set()
-    history: list = []
-    for tau, cp, eng, objs, _ in _run(case, engine):
-        history += case.stream.get(tau, [])
-        seen |= _ground_definite(objs)
-        want = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in history],
-                           tau + 12, cp.domain)
-        assert seen == set(want), (tau, sorted(seen ^ set(want)))
+
+    @settings(SETTINGS, max_examples=budget(150, engine))
+    @given(cases(negation=False))
+    def check(case):
+        seen: set = set()
+        history: list = []
+        for tau, cp, eng, objs, _ in _run(case, engine):
+            history += case.stream.get(tau, [])
+            seen |= _ground_definite(objs)
+            want = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in history],
+                               tau + 12, cp.domain)
+            assert seen == set(want), (tau, sorted(seen ^ set(want)))
+
+    check()
 
 
-@SETTINGS
-@given(cases(negation=True))
-@example(case=Case(  # regression: a time-bounded template must not subsume an unbounded one
-    text="#query P3(X, T).\n#delay E1 = 0.\nP2(X, T) :- E1(X, T+1).\n"
-         "P3(X, T) :- P2(X, T-1).\nP3(X, T) :- E1(X, T).\n",
-    positive=True, stream={0: [Fact("E1", ("a",), 0)]},
-    facts_by_time=[Fact("E1", ("a",), 0)], horizon=2))
 @by_engine
-def test_negation_sound_and_eventually_complete(engine, case):
+def test_negation_sound_and_eventually_complete(engine):
     """With negation: every definite answer is an answer over the complete stream, and after
     the last deadline every answer (up to the compared time) has been reported definite."""
-    seen: set = set()
-    t_cmp = case.horizon + 1
-    cp = compile_program(case.text, "<gen>")
-    full = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in case.facts_by_time],
-                       t_cmp + 14, cp.domain)
-    full = {a for a in full if dict(a)["T"] <= t_cmp}
-    for tau, cp, eng, objs, _ in _run(case, engine):
-        new = {a for a in _ground_definite(objs) if dict(a)["T"] <= t_cmp}
-        assert new <= full, (tau, sorted(new - full))
-        seen |= new
-    assert seen == full, sorted(seen ^ full)
+
+    @settings(SETTINGS, max_examples=budget(150, engine))
+    @given(cases(negation=True))
+    @example(case=Case(  # regression: a time-bounded template must not subsume an unbounded one
+        text="#query P3(X, T).\n#delay E1 = 0.\nP2(X, T) :- E1(X, T+1).\n"
+             "P3(X, T) :- P2(X, T-1).\nP3(X, T) :- E1(X, T).\n",
+        positive=True, stream={0: [Fact("E1", ("a",), 0)]},
+        facts_by_time=[Fact("E1", ("a",), 0)], horizon=2))
+    def check(case):
+        seen: set = set()
+        t_cmp = case.horizon + 1
+        cp = compile_program(case.text, "<gen>")
+        full = ref_answers(cp.program, cp.main.atom, [_atom(f) for f in case.facts_by_time],
+                           t_cmp + 14, cp.domain)
+        full = {a for a in full if dict(a)["T"] <= t_cmp}
+        for tau, cp, eng, objs, _ in _run(case, engine):
+            new = {a for a in _ground_definite(objs) if dict(a)["T"] <= t_cmp}
+            assert new <= full, (tau, sorted(new - full))
+            seen |= new
+        assert seen == full, sorted(seen ^ full)
+
+    check()
 
 
 @by_engine
-@SETTINGS
-@given(cases(negation=True))
-def test_hypothetical_answers_are_supported(engine, case):
+def test_hypothetical_answers_are_supported(engine):
     """Every hypothetical answer's evidence has arrived, its positive hypotheses are still
     future-possible, and (positive literals) evidence plus hypotheses derive the answer."""
-    arrived: set = set()
-    for tau, cp, eng, objs, rep in _run(case, engine):
-        arrived |= set(case.stream.get(tau, []))
-        arrived_txt = {str(f) for f in arrived}
-        for a in eng.answers():
-            tp = eng.templates[a.tid]
-            if tp.qid != 0 or not a.ev or eng.is_definite(a):
-                continue
-            for i in a.ev:
-                lp = tp.lits[i]
-                if lp.positive:
-                    assert lp.render(a.b, tp.names) in arrived_txt
-            for i in range(len(tp.lits)):
-                lp = tp.lits[i]
-                if i in a.ev or not lp.positive:
+
+    @settings(SETTINGS, max_examples=budget(150, engine))
+    @given(cases(negation=True))
+    def check(case):
+        arrived: set = set()
+        for tau, cp, eng, objs, rep in _run(case, engine):
+            arrived |= set(case.stream.get(tau, []))
+            arrived_txt = {str(f) for f in arrived}
+            for a in eng.answers():
+                tp = eng.templates[a.tid]
+                if tp.qid != 0 or not a.ev or eng.is_definite(a):
                     continue
-                args, t = lp.instantiate(a.b)
-                assert t is None or t + eng.delta(lp.pred, args) > tau
-        for o in objs:
-            if o["status"] != "hypothetical" or any(l.startswith("not ") for l in
-                                                     o["evidence"] + o["hypotheses"]):
-                continue
-            from reasoning.parser import parse_fact
-            # existential variables (not in the query) stay schematic: any constant will do
-            premises = [parse_fact(_VAR.sub("fresh", l)) for l in o["evidence"] + o["hypotheses"]]
-            got = ref_answers(cp.program, cp.main.atom, premises, tau + 14, cp.domain)
-            assert _key(o["substitution"]) in set(got), o
+                for i in a.ev:
+                    lp = tp.lits[i]
+                    if lp.positive:
+                        assert lp.render(a.b, tp.names) in arrived_txt
+                for i in range(len(tp.lits)):
+                    lp = tp.lits[i]
+                    if i in a.ev or not lp.positive:
+                        continue
+                    args, t = lp.instantiate(a.b)
+                    assert t is None or t + eng.delta(lp.pred, args) > tau
+            for o in objs:
+                if o["status"] != "hypothetical" or any(l.startswith("not ") for l in
+                                                         o["evidence"] + o["hypotheses"]):
+                    continue
+                from reasoning.parser import parse_fact
+                # existential variables (not in the query) stay schematic: any constant will do
+                premises = [parse_fact(_VAR.sub("fresh", l))
+                            for l in o["evidence"] + o["hypotheses"]]
+                got = ref_answers(cp.program, cp.main.atom, premises, tau + 14, cp.domain)
+                assert _key(o["substitution"]) in set(got), o
+
+    check()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,7 +159,8 @@ def test_rows_roundtrip_is_the_same_update(case):
             answers_at(ex2, tau, rep2.snapshot, True, True, False)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(60, "columnar"), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(cases(negation=True))
 def test_columnar_state_roundtrip_is_the_same_update(case):
     """The columnar S_τ and W, unloaded to Answers and facts and loaded into a fresh

@@ -332,12 +332,39 @@ class Renderer:
         """The printed answer set of tick τ (main query unless all_queries), sorted as
         `hypo run` prints it: (query ≠ main, json.dumps(obj, sort_keys=True)).  With
         with_keys: a frame of (grp, skey, line, akey, status) instead of the list; with
-        table: the lake's answers-table columns (unsorted)."""
-        self._table = table
+        table: the lake's answers-table columns (unsorted).  Every answer of the tick is
+        rendered once (memo on the frames): the printing options are filters of it."""
+        B = self.B
+        every = all_queries or B.cheap_checks  # in-process: render all once, filter after
+        memo = getattr(self, "_memo", None)
+        if memo is not None and memo[0] is frames and memo[1] == (tau, table, every):
+            out = memo[2]
+        else:
+            out = self._render_all(frames, tau, every)
+            self._memo = (frames, (tau, table, every), out)
+        if out is None:
+            return [] if not (with_keys or table) else None
+        if not all_queries:
+            out = B.filter(out, B.col("_main"))
+        if not include_pending:
+            out = B.filter(out, B.col("status") != B.lit(PENDING, OBJ))
+        if B.cheap_checks and B.is_empty(out):
+            return [] if not (with_keys or table) else None
+        cols = [c for c in B.columns(out) if c != "_main"]
+        out = B.select(out, [B.col(c) for c in cols])
+        if table:
+            return out
+        out = B.sort(out, ["grp", "skey"])
+        if with_keys:
+            return out
+        return B.column_list(out, "line")
+
+    def _render_all(self, frames: dict, tau: int, every: bool):
+        """The answers of every query (or of the main one), pending ones included, with a
+        `_main` flag."""
         B = self.B
         eng = self.eng
-        shown = {k for k, tp in enumerate(eng.templates)
-                 if tp.qid == eng.main_qid or all_queries}
+        shown = {k for k, tp in enumerate(eng.templates) if tp.qid == eng.main_qid or every}
         needed = set(shown)
         todo = list(shown)
         while todo:  # deadlines look at the answers of negated predicates (recursively)
@@ -351,23 +378,12 @@ class Renderer:
         dls = self.deadlines({kp: df for kp, df in frames.items() if kp[0] in needed}, tau)
         parts = []
         for (k, P), df in dls.items():
-            if k not in shown:
-                continue
-            if not include_pending:
-                full = eng.layouts[k].full_mask
-                df = B.filter(df, (B.col("ev") != B.lit(0, INT)) |
-                              (B.col("ev") == B.lit(full, INT)))
-            if not B.is_empty(df):
-                parts.extend(self._render(k, P, df, tau))
+            if k in shown and not B.is_empty(df):
+                main = B.lit(eng.templates[k].qid == eng.main_qid, BOOL)
+                parts.extend(B.with_columns(x, {"_main": main}) for x in self._render(k, P, df, tau))
         if not parts:
-            return ([] if not (with_keys or table) else None)
-        out = B.unique(B.concat(parts), ["skey"])
-        if table:
-            return out
-        out = B.sort(out, ["grp", "skey"])
-        if with_keys:
-            return out
-        return B.column_list(out, "line")
+            return None
+        return B.unique(B.concat(parts), ["skey"])
 
     def _render(self, k: int, P, df, tau: int) -> list:
         B = self.B
