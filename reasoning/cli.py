@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional, TextIO
 
@@ -14,11 +15,11 @@ from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
 from .session import ENGINES, Session, answers_at  # noqa: F401 (answers_at: API)
-from .stream import Stream, read_stream_file
+from .stream import StreamReader, open_stream
 
 
-def default_until(eng, st: Stream) -> int:
-    """Last arrival tick plus enough ticks for every hypothesis to be decided."""
+def default_until(eng, st) -> int:
+    """Last arrival tick (st.last_tick) plus enough ticks for every hypothesis to be decided."""
     rels = list(static_horizons(eng).values())
     maxd = max([eng.delays.max(p) for p in eng.cp.analysis.edb] or [0])
     if any(v is None for v in rels):
@@ -29,22 +30,37 @@ def default_until(eng, st: Stream) -> int:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`hypo run`: Algorithm 1 over a stream file, printing every tick's answer set (or, with
-    --changes, what changed)."""
+    """`hypo run`: Algorithm 1 over a stream file read slice by slice, printing every tick's
+    answer set (or, with --changes, what changed)."""
     cp = compile_file(args.program, args.query)
-    st = read_stream_file(args.stream, cp)
+    with open_stream(args.stream) as fh:
+        return _run(args, cp, StreamReader(fh, cp, args.stream), out, err)
+
+
+def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     sess = Session(cp, engine=args.engine, forget=not args.no_forget)
-    until = args.until if args.until is not None else default_until(
-        sess.row if sess.row is not None else sess.col.tool, st)
-    for r in st.rejected:
-        print(str(r), file=err)
+    tool = sess.row if sess.row is not None else sess.col.tool
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}
     changes = Changes() if args.changes else None
     duplicates = 0
     accepted = 0
-    for tau in range(until + 1):
-        entries = st.slices.get(tau, ())
+    slices = reader.slices()
+    ahead = next(slices, None)
+    tau = 0
+    while True:
+        if args.until is not None:
+            if tau > args.until:
+                break
+        elif ahead is None and tau > default_until(tool, reader):
+            break
+        if ahead is not None and ahead[0] == tau:
+            entries = ahead[1]
+            ahead = next(slices, None)
+        else:
+            entries = ()
+        for r in reader.take_rejected():
+            print(str(r), file=err)
         facts = [f for f, _ in entries]
         rep = sess.step(facts, tau)
         for f, line in _duplicate_lines(entries, rep.duplicate_facts):
@@ -68,9 +84,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             refuted = [o for k, o in prev_hyp.items() if k not in cur]
             prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
             _text_tick(out, tau, facts, objs, sess.new_definite_keys(), refuted, main_q)
-    print(f"processed ticks 0..{until} ({sess.executor} engine): {accepted} facts accepted, "
-          f"{duplicates} duplicates ignored, {len(st.rejected)} rejected", file=err)
-    return 1 if st.rejected else 0
+        tau += 1
+    if args.until is not None:  # the lines after --until are not read
+        for _ in slices:
+            pass
+    for r in reader.take_rejected():
+        print(str(r), file=err)
+    print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
+          f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected", file=err)
+    return 1 if reader.rejected else 0
 
 
 class Changes:
@@ -210,11 +232,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     except HypoError as e:
         print(f"hypo: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `hypo run … | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except OSError as e:
         print(f"hypo: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
     return 2
 
 

@@ -17,7 +17,8 @@ from .explain import DEFINITE, Explainer, answer_key
 from .patterns import Fact
 
 ENGINES = ("row", "columnar", "auto")
-AUTO_THRESHOLD = 600  # facts per slice above which the columnar executor is faster
+AUTO_THRESHOLD = 300  # facts per slice from which the columnar executor is faster (bench/engine.py:
+# malfunction 500 facts/tick: columnar 9.9 ms vs row 23 ms; turbines 195 facts/tick: 31 vs 18 ms)
 
 
 def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,

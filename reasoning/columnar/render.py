@@ -340,6 +340,7 @@ class Renderer:
         if memo is not None and memo[0] is frames and memo[1] == (tau, table, every):
             out = memo[2]
         else:
+            self._table = table
             out = self._render_all(frames, tau, every)
             self._memo = (frames, (tau, table, every), out)
         if out is None:

@@ -1,0 +1,138 @@
+"""The stream reader under hostile input (issue 11.1, 11.2, 11.8, 11.9): every line is
+accepted or rejected with a reason, never a traceback; the canonical fast path and the
+general path agree; slices are read in arrival order."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reasoning.compiler import compile_file
+from reasoning.stream import MAX_TIME, Rejection, StreamReader, parse_line, read_stream
+from tests.helpers import EXAMPLES, ROOT
+
+CP = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
+HUGE = "1" + "0" * 5000
+
+
+def _reasons(lines: list[str]) -> list[str]:
+    return [r.reason for r in read_stream(lines, CP).rejected]
+
+
+def test_integers_past_the_machine_range_are_rejected_with_a_reason():
+    lines = [f'{{"tick": {HUGE}, "fact": "Hot(wt1, 1)"}}',
+             f'{{"tick": 1, "fact": "Hot(wt1, {HUGE})"}}',
+             f'{{"tick": {2 ** 64}, "fact": "Hot(wt1, 1)"}}',
+             f'{{"tick": {MAX_TIME}, "fact": "Hot(wt1, {MAX_TIME})"}}',
+             f'{{"tick": 1, "fact": "Hot(wt1, {MAX_TIME})"}}']
+    got = _reasons(lines)
+    assert len(got) == 5
+    assert "4 300 digits" in got[0]
+    assert all("out of range" in r for r in got[1:4]), got
+    assert "after its arrival tick" in got[4] or "out of range" in got[4]
+
+
+def test_deeply_nested_json_is_rejected():
+    got = _reasons(["[" * 5000 + "]" * 5000, '{"a": ' * 3000 + "1" + "}" * 3000])
+    assert len(got) == 2 and all("invalid JSON" in r for r in got), got
+
+
+def test_control_characters_are_escaped_when_reported():
+    r = Rejection("bad", 'Hot(wt1\x1b[31m, 1)', 1, 3, "s.jsonl")
+    assert "\x1b" not in str(r) and "\\x1b" in str(r)
+
+
+def test_lines_out_of_order_are_rejected_and_slices_come_in_order():
+    lines = ['{"tick": 0, "fact": "Hot(wt1, 0)"}', '{"tick": 2, "fact": "Hot(wt1, 2)"}',
+             '{"tick": 1, "fact": "Hot(wt2, 1)"}', '{"tick": 2, "fact": "Hot(wt2, 2)"}']
+    rd = StreamReader(lines, CP, "s")
+    got = [(t, [str(f) for f, _ in e]) for t, e in rd.slices()]
+    assert got == [(0, ["Hot(wt1, 0)"]), (2, ["Hot(wt1, 2)", "Hot(wt2, 2)"])]
+    assert [r.line for r in rd.rejected] == [3] and "out of order" in rd.rejected[0].reason
+
+
+def test_the_reader_holds_one_slice_not_the_stream():
+    """A generator of lines is consumed slice by slice (the rest is not read ahead)."""
+    read = []
+
+    def lines():
+        for t in range(1000):
+            read.append(t)
+            yield json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"})
+
+    it = StreamReader(lines(), CP).slices()
+    assert next(it)[0] == 0 and len(read) == 2  # the first line of tick 1 is the look-ahead
+    assert next(it)[0] == 1 and len(read) == 3
+
+
+def _general(raw: str, no: int):
+    """parse_line without its fast path (json.loads and the fact parser)."""
+    import reasoning.stream as S
+
+    fast, S._FAST = S._FAST, __import__("re").compile(r"(?!)")
+    try:
+        return S.parse_line(raw, no, CP, "s")
+    finally:
+        S._FAST = fast
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Rejection) and isinstance(b, Rejection):
+        return (a.reason, a.text, a.tick) == (b.reason, b.text, b.tick)
+    return a == b
+
+
+ARG = st.one_of(st.sampled_from(["wt1", "wt2", "x", "0", "007", "X", "", " ", "a b", '"q"']),
+                st.text(max_size=6))
+FACT = st.builds(lambda p, a, t: f"{p}({', '.join(a + [t])})",
+                 st.sampled_from(["Hot", "Shdn", "Cold", "hot", ""]),
+                 st.lists(ARG, max_size=2),
+                 st.one_of(st.integers(-3, 12).map(str), st.just(HUGE),
+                           st.integers(MAX_TIME - 2, 2 ** 64).map(str), st.text(max_size=4)))
+LINE = st.one_of(
+    st.builds(lambda t, f: json.dumps({"tick": t, "fact": f}),
+              st.one_of(st.integers(-2, 12), st.integers(MAX_TIME - 2, 2 ** 70)), FACT),
+    st.builds(lambda t, f, sp: '{' + sp + '"tick"' + sp + ':' + str(t) + ',"fact":'
+              + json.dumps(f, ensure_ascii=False) + sp + '}', st.integers(0, 12), FACT,
+              st.sampled_from(["", " ", "\t", "  "])),
+    st.text(max_size=40),
+    st.builds(lambda n: "[" * n + "]" * n, st.integers(0, 3000)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(LINE, max_size=12))
+def test_fuzz_the_reader_never_raises_and_the_fast_path_agrees(lines):
+    rd = StreamReader(lines, CP, "s")
+    accepted = sum(len(e) for _, e in rd.slices())
+    assert accepted + len(rd.rejected) == sum(1 for l in lines if l.strip())  # none lost
+    for no, raw in enumerate(lines, 1):
+        assert _same(parse_line(raw, no, CP, "s"), _general(raw, no)), raw
+
+
+def test_hypo_run_survives_a_hostile_stream(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join([
+        '{"tick": 0, "fact": "Hot(wt1, 0)"}', f'{{"tick": {HUGE}, "fact": "Hot(wt1, 1)"}}',
+        "[" * 5000 + "]" * 5000, '{"tick": 1, "fact": "Hot(wt1\\u001b[2J, 1)"}',
+        f'{{"tick": 1, "fact": "Hot(wt1, {HUGE})"}}']) + "\n")
+    r = subprocess.run([sys.executable, "-m", "reasoning.cli", "run",
+                        str(EXAMPLES / "wind_turbines.tdl"), "--stream", str(p), "--format",
+                        "jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and "\x1b" not in r.stderr
+    assert "1 facts accepted, 0 duplicates ignored, 4 rejected" in r.stderr.splitlines()[-1]
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text("".join(json.dumps({"tick": t, "fact": f"Hot(wt{t % 3 + 1}, {t})"}) + "\n"
+                         for t in range(3000)))
+    cmd = (f"{sys.executable} -m reasoning.cli run {EXAMPLES / 'wind_turbines.tdl'} "
+           f"--stream {p} --format jsonl --engine row | head -1")
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "error" not in r.stderr, r.stderr
