@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     answer set (or, with --changes, what changed)."""
     cp = compile_file(args.program, args.query)
     with open_stream(args.stream) as fh:
-        return _run(args, cp, StreamReader(fh, cp, args.stream), out, err)
+        return _run(args, cp, StreamReader(fh, cp, args.stream, args.max_gap), out, err)
 
 
 def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
@@ -206,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=ENGINES, default="auto",
                    help="executor of Algorithm 1: row (the reference), columnar "
                         "(set-at-a-time on Polars) or auto (row until a slice is large)")
+    r.add_argument("--max-gap", type=int, default=100_000, metavar="N",
+                   help="reject a line whose tick is more than N ticks after the previous "
+                        "slice (every tick in between is processed and printed; default "
+                        "100000)")
     r.add_argument("--changes", action="store_true",
                    help="with --format jsonl: per tick only what changed (new, updated, "
                         "decided, refuted answers)")

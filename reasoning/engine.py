@@ -302,7 +302,6 @@ class Engine:
             raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
         rep = TickReport(tau)
         self.fresh_definite = set()
-        self._expire_window(tau)
         slice_: dict = defaultdict(set)  # (pred, t) -> args: D|τ
         slice_p: dict = defaultdict(list)  # pred -> [(args, t)]
         dt: list[Fact] = []
@@ -315,6 +314,8 @@ class Engine:
             slice_p[f.pred].append((f.args, f.time))
             dt.append(f)
         rep.accepted = len(dt)
+        # after the duplicate check: a fact with t + δ = τ may arrive again at τ (a duplicate)
+        self._expire_window(tau)
         new: set[Answer] = set()
 
         def look_slice(pred, t):

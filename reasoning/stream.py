@@ -165,7 +165,9 @@ class StreamReader:
     the rejections not yet reported), not the whole stream.  An otherwise valid line whose
     tick is before a tick already seen is rejected ("out of order")."""
 
-    def __init__(self, lines: Iterable[str], cp: CompiledProgram, source: str = "<stream>"):
+    def __init__(self, lines: Iterable[str], cp: CompiledProgram, source: str = "<stream>",
+                 max_gap: Optional[int] = None):
+        self.max_gap = max_gap
         self.lines = iter(lines)
         self.cp = cp
         self.source = source
@@ -199,6 +201,13 @@ class StreamReader:
                 self.rejected.append(Rejection(
                     f"out of order: tick {tick} after tick {self.last_tick} (a stream is read "
                     f"in arrival order)", str(f), tick, self._no, self.source))
+                continue
+            if self.max_gap is not None and tick > max(self.last_tick, 0) + self.max_gap:
+                self.rejected.append(Rejection(
+                    f"tick {tick} is more than {self.max_gap} ticks after tick "
+                    f"{max(self.last_tick, 0)}: every tick in between would be processed "
+                    f"(raise --max-gap if this is intended)", str(f), tick, self._no,
+                    self.source))
                 continue
             self.last_tick = tick
             return tick, f, self._no

@@ -136,3 +136,26 @@ def test_a_closed_pipe_is_not_an_error(tmp_path):
     r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "Traceback" not in r.stderr and "error" not in r.stderr, r.stderr
+
+
+def test_a_duplicate_at_the_last_allowed_tick_is_caught():
+    """Hot(wt1, 0) again at tick 2 = 0 + δ(wt1): still a duplicate (issue 11.4)."""
+    from reasoning.patterns import Fact
+    from reasoning.session import Session
+
+    for engine in ("row", "columnar"):
+        s = Session(CP, engine=engine)
+        reps = [s.step([Fact("Hot", ("wt1",), 0)] if t in (0, 2) else [], t) for t in range(4)]
+        assert [r.duplicates for r in reps] == [0, 0, 1, 0], engine
+
+
+def test_an_implausible_jump_is_rejected_not_run_for_days(tmp_path):
+    """One line at tick 1 767 225 600 would print every tick in between (issue 11.3)."""
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n'
+                 '{"tick": 1767225600, "fact": "Hot(wt1, 1767225600)"}\n')
+    r = subprocess.run([sys.executable, "-m", "reasoning.cli", "run",
+                        str(EXAMPLES / "wind_turbines.tdl"), "--stream", str(p), "--format",
+                        "jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "raise --max-gap" in r.stderr
+    assert len(r.stdout.splitlines()) < 20

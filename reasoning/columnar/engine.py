@@ -137,11 +137,6 @@ class ColumnarEngine:
         B.begin_tick()
         rep = ColumnarReport(tau)
         cols = facts if isinstance(facts, dict) else facts_by_pred(facts)
-        # window expiry: W keeps facts with t + δ > τ (002 Def. 17, potentially future)
-        for p in self.W:
-            w = self.W[p]
-            if not B.is_empty(w):
-                self.W[p] = B.filter(w, B.col("wexp") > B.lit(tau, INT))
         D: dict = {}
         dup_frames = []
         for p, c in cols.items():
@@ -170,6 +165,12 @@ class ColumnarEngine:
             rep.duplicates += total - B.height(u)
             if not B.is_empty(u):
                 D[p] = u
+        # window expiry, after the duplicate check (a fact with t + δ = τ may arrive again at
+        # τ: a duplicate): W keeps facts with t + δ > τ (002 Def. 17, potentially future)
+        for p in self.W:
+            w = self.W[p]
+            if not B.is_empty(w):
+                self.W[p] = B.filter(w, B.col("wexp") > B.lit(tau, INT))
         rep.accepted = sum(B.height(d) for d in D.values()) if B.cheap_checks else -1
         if rep.duplicates:
             rep.duplicate_facts = self._duplicate_facts(
