@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import shutil
+import uuid
 from collections import Counter
 from typing import Any, Optional
 
@@ -108,7 +109,6 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
     for r in parsed.rejected:
         r["batch"] = batch
     if parsed.rejected and not quar_done:
-        qt = L.table("quarantine")
         acts = []
         by: dict[int, list] = {}
         for r in parsed.rejected:
@@ -118,13 +118,14 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
             acts.append(delta.write_file(L.path("quarantine"), "quarantine", data,
                                          f"tick={t}/stage=ingest", {"tick": str(t),
                                                                     "stage": "ingest"},
-                                         name=f"ingest-{batch}.parquet"))
-        delta.commit(qt, "quarantine", acts, mode="append", exclusive=False,
-                     metadata={"batch": batch, "stage": "ingest",
-                               "tick": "" if tick is None else str(tick)})
+                                         name=f"ingest-{batch}-{uuid.uuid4().hex[:12]}.parquet"))
+        _append_once(L, "quarantine", acts, batch,
+                     {"batch": batch, "stage": "ingest", "tick": "" if tick is None else str(tick)})
     by_tick = Counter(parsed.tick)
     if len(parsed) and not facts_done:
-        _write_facts_pandas(L, batch, parsed, master, tick)
+        if not _write_facts_pandas(L, batch, parsed, master, tick):
+            result.update(skipped=True, message="another ingest of these files for this tick "
+                                                "committed first; nothing was added")
     done = L.done()
     late = sorted(t for t in by_tick if t in done)
     result.update(accepted=len(parsed), rejected=len(parsed.rejected),
@@ -139,7 +140,7 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
 
 
 def _write_facts_pandas(L: Lake, batch: str, parsed, master: Optional[str],
-                        tick: Optional[int]) -> None:
+                        tick: Optional[int]) -> bool:
     """The parsed rows of a batch as one Parquet file per tick (pyarrow, on the driver that
     parsed them), committed as one append.  File names are unique per writer, so a writer
     never replaces files another may commit."""
@@ -159,14 +160,43 @@ def _write_facts_pandas(L: Lake, batch: str, parsed, master: Optional[str],
         acts.append(delta.write_file(L.path("facts"), "facts", data, f"tick={t}",
                                      {"tick": str(t)},
                                      name=f"ingest-{batch}-{uuid.uuid4().hex[:12]}.parquet"))
-    delta.commit(L.table("facts"), "facts", acts, mode="append", exclusive=False,
-                 metadata={"batch": batch, "tick": "" if tick is None else str(tick)})
+    return _append_once(L, "facts", acts, batch,
+                        {"batch": batch, "tick": "" if tick is None else str(tick)})
+
+
+def _append_once(L: Lake, kind: str, acts: list, batch: str, metadata: dict) -> bool:
+    """Commit a batch's files as one append unless the batch is already in the table: two
+    ingests of the same files (started together or seconds apart) give exactly one commit.
+    The check and the commit are one optimistic transaction (version read + 1); on a
+    conflict the check is repeated.  The loser removes its own files (unique names: no
+    writer ever touches another's).  False: another writer committed the batch."""
+    import random
+    import time as _time
+
+    for attempt in range(40):
+        dt = L.table(kind)
+        if any(h.get("batch") == batch for h in dt.history()):
+            for a in acts:
+                try:
+                    os.remove(os.path.join(L.path(kind), a.path))
+                except OSError:
+                    pass
+            return False
+        try:
+            delta.commit(dt, kind, acts, mode="append", exclusive=True, metadata=metadata)
+            return True
+        except delta.CommitConflict:
+            _time.sleep(random.uniform(0.01, 0.05) * (1 + attempt))
+    raise LakeError(f"{kind}: could not append batch {batch} after 40 attempts (too many "
+                    f"concurrent writers); run the ingest again")
 
 
 def _commit_facts_df(L: Lake, df, batch: str, metadata: dict) -> int:
     """Spark writes the rows (partitioned by tick) into the facts table directory; delta-rs
     commits them as one append."""
-    rel = f"ingest-{batch}"
+    import uuid
+
+    rel = f"ingest-{batch}-{uuid.uuid4().hex[:12]}"  # never another writer's directory
     target = os.path.join(L.path("facts"), rel)
     df.select("tick", "pred", "args", "time", "source", "line", "batch") \
         .write.mode("overwrite").partitionBy("tick").parquet(target)
@@ -176,8 +206,9 @@ def _commit_facts_df(L: Lake, df, batch: str, metadata: dict) -> int:
             acts.extend(delta.dir_actions(L.path("facts"), f"{rel}/{d}", {"tick": d[5:]}))
     if not acts:
         return -1
-    delta.commit(L.table("facts"), "facts", acts, mode="append", exclusive=False,
-                 metadata=metadata)
+    if not _append_once(L, "facts", acts, batch, metadata):
+        shutil.rmtree(target, ignore_errors=True)
+        return 0
     return len(acts)
 
 

@@ -287,3 +287,42 @@ def test_a_v1_lake_is_refused_then_migrated_and_continues(tmp_path):
     for t in range(4, 9):
         assert api_lines(lake, t, "all", "OK(X, T)") == ref[t], t
     assert os.path.isdir(os.path.join(lake, "_hypo", "state-v1"))
+
+
+@pytest.mark.parametrize("stagger", [0.0, 0.3])
+def test_concurrent_ingests_of_one_slice_commit_exactly_once(tmp_path, stagger):
+    """Two `hypo lake ingest --tick 0` of the same file, together or staggered (issue
+    11.5): one commit of the batch, every file the log references exists, no orphan left by
+    the loser, and both exit 0."""
+    import subprocess
+    import sys
+    import time
+
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    rows = [json.dumps({"tick": 0, "fact": f"Hot(wt{i % 3 + 1}, 0)"}) for i in range(3)]
+    rows.append('{"tick": 0, "fact": "Hot(wt1 0)"}')  # one quarantined row
+    f = _write(tmp_path / "s.jsonl", ("\n".join(rows) + "\n").encode())
+    cmd = [sys.executable, "-m", "reasoning.cli", "lake", "--lake", lake, "ingest", "--tick",
+           "0", f]
+    procs = []
+    for _ in range(2):
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, cwd=os.getcwd()))
+        time.sleep(stagger)
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all("Traceback" not in e for _, e in outs)
+    for kind, n in (("facts", 3), ("quarantine", 1)):
+        path = os.path.join(lake, kind)
+        dt = delta.open_table(path)
+        commits = [h for h in dt.history() if h.get("batch")]
+        assert len(commits) == 1, (kind, commits)
+        files = dt.file_uris()
+        assert all(os.path.exists(u.replace("file://", "")) for u in files)
+        assert sum(pq.read_table(u.replace("file://", "")).num_rows for u in files) == n
+        on_disk = [os.path.join(d, x) for d, _, xs in os.walk(path) if "_delta_log" not in d
+                   for x in xs if x.endswith(".parquet")]
+        assert len(on_disk) == len(files), (kind, on_disk, files)
