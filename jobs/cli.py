@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional, TextIO
 
@@ -248,6 +249,12 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
     except HypoError as e:
         print(f"hypo lake: error: {e}", file=err)
         return 2
+    except BrokenPipeError:  # `hypo lake answers … | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except OSError as e:
         print(f"hypo lake: error: {e.filename or ''}: {e.strerror}", file=err)
         return 2

@@ -263,7 +263,7 @@ def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
 def default_range(lake: str) -> tuple[int, int]:
     """From the first tick not completed to the last tick with facts plus the program's
     horizon (when every hypothesis is decided), as `hypo run` does."""
-    from reasoning.cli import default_until
+    from reasoning.session import default_until
     from reasoning.engine import Engine
 
     L = Lake(lake).require()

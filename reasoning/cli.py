@@ -1,4 +1,5 @@
-"""The `hypo` command: `check` a program, `run` it over a stream, and `lake` (jobs/).
+"""The engine's commands of `hypo`: `check` a program, `run` it over a stream (`hypo lake`
+is dispatched by hypo_cli, the layer that knows both reasoning/ and jobs/).
 
 Exit codes: 0 success; 1 the run completed but some stream lines were rejected;
 2 a program, usage or input error (reported as FILE:LINE:COL, never a traceback).
@@ -14,19 +15,8 @@ from typing import Optional, TextIO
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
-from .session import ENGINES, Session, answers_at  # noqa: F401 (answers_at: API)
+from .session import ENGINES, Session, answers_at, default_until  # noqa: F401 (API)
 from .stream import StreamReader, open_stream
-
-
-def default_until(eng, st) -> int:
-    """Last arrival tick (st.last_tick) plus enough ticks for every hypothesis to be decided."""
-    rels = list(static_horizons(eng).values())
-    maxd = max([eng.delays.max(p) for p in eng.cp.analysis.edb] or [0])
-    if any(v is None for v in rels):
-        extra = maxd + 1
-    else:
-        extra = max(rels + [maxd]) + 1
-    return max(st.last_tick, 0) + extra
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -220,10 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "lake":
-        from jobs.cli import main as lake_main
-
-        return lake_main(argv[1:])
+    if argv and argv[0] == "lake":  # the command line that knows the lake is hypo_cli
+        print("hypo: error: `lake` is a command of `hypo` (hypo_cli), not of the engine's "
+              "command line: run `hypo lake …` or `python -m hypo_cli lake …`", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         if args.cmd == "check":

@@ -13,12 +13,24 @@ from typing import Optional
 
 from .compiler import CompiledProgram
 from .engine import Engine, TickReport
-from .explain import DEFINITE, Explainer, answer_key
+from .explain import DEFINITE, Explainer, answer_key, static_horizons
 from .patterns import Fact
 
 ENGINES = ("row", "columnar", "auto")
 AUTO_THRESHOLD = 300  # facts per slice from which the columnar executor is faster (bench/engine.py:
 # malfunction 500 facts/tick: columnar 9.9 ms vs row 23 ms; turbines 195 facts/tick: 31 vs 18 ms)
+
+
+def default_until(eng, st) -> int:
+    """Last arrival tick (st.last_tick) plus enough ticks for every hypothesis to be decided
+    (`hypo run` without --until, `hypo lake run` without --to)."""
+    rels = list(static_horizons(eng).values())
+    maxd = max([eng.delays.max(p) for p in eng.cp.analysis.edb] or [0])
+    if any(v is None for v in rels):
+        extra = maxd + 1
+    else:
+        extra = max(rels + [maxd]) + 1
+    return max(st.last_tick, 0) + extra
 
 
 def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,
@@ -184,4 +196,4 @@ class Session:
         return static_horizons(self.row if self.row is not None else self.col.tool)
 
 
-__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "DEFINITE"]
+__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "default_until", "DEFINITE"]

@@ -63,7 +63,7 @@ fi
 if [ -z "$UNTIL" ]; then  # as `hypo run` does: the last tick with facts + the program's horizon
   UNTIL="$("$PY" - "$PROGRAM" "$STREAM" <<'EOF'
 import sys
-from reasoning.cli import default_until
+from reasoning.session import default_until
 from reasoning.compiler import compile_file
 from reasoning.engine import Engine
 from reasoning.stream import read_stream_file

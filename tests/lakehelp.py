@@ -9,7 +9,8 @@ import shutil
 from collections import defaultdict
 from typing import Optional
 
-from reasoning.cli import default_until, main as hypo_main
+from hypo_cli import main as hypo_main
+from reasoning.session import default_until
 from reasoning.compiler import compile_file
 from reasoning.engine import Engine
 from reasoning.stream import read_stream_file

@@ -294,7 +294,7 @@ def test_killed_process_then_rerun(base, turbine, tmp_path):
     """A real crash: the CLI process dies right after the state commit of tick 3."""
     lake = copy_lake(base, str(tmp_path / "lake"))
     env = dict(os.environ, HYPO_LAKE_FAULT="after_state_commit@3", HYPO_LAKE_FAULT_MODE="exit")
-    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "lake", "--lake", lake, "tick",
+    p = subprocess.run([sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "tick",
                         "3"], env=env, capture_output=True, text=True, timeout=240)
     assert p.returncode == 75, p.stderr
     L = Lake(lake)

@@ -305,7 +305,7 @@ def test_concurrent_ingests_of_one_slice_commit_exactly_once(tmp_path, stagger):
     rows = [json.dumps({"tick": 0, "fact": f"Hot(wt{i % 3 + 1}, 0)"}) for i in range(3)]
     rows.append('{"tick": 0, "fact": "Hot(wt1 0)"}')  # one quarantined row
     f = _write(tmp_path / "s.jsonl", ("\n".join(rows) + "\n").encode())
-    cmd = [sys.executable, "-m", "reasoning.cli", "lake", "--lake", lake, "ingest", "--tick",
+    cmd = [sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "ingest", "--tick",
            "0", f]
     procs = []
     for _ in range(2):

@@ -1,0 +1,5 @@
+import sys
+
+from hypo_cli import main
+
+sys.exit(main())
