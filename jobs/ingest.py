@@ -18,12 +18,13 @@ from typing import Any, Iterator, Optional
 
 from reasoning.compiler import CompiledProgram
 from reasoning.errors import ProgramError
-from reasoning.stream import MAX_LINE, parse_fact_text
+from reasoning.stream import MAX_LINE, MAX_TIME, parse_fact_text
 
 from .errors import InputError
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RAW_LIMIT = MAX_LINE
+RANGE = f"ticks and times are natural numbers below 2^{MAX_TIME.bit_length() - 1}"
 
 
 @dataclass
@@ -129,6 +130,8 @@ def _tick_of(value: Any, want: Optional[int]) -> tuple[Optional[int], Optional[t
         return want, None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None, ("wrong_type", '"tick" must be a natural number')
+    if value >= MAX_TIME:
+        return None, ("out_of_range", f'"tick" out of range ({RANGE})')
     if want is not None and value != want:
         return value, ("wrong_tick", f"row belongs to tick {value}, not to the slice {want} "
                                      f"being ingested")
@@ -146,6 +149,8 @@ def _structured(obj: dict) -> tuple[Optional[tuple], Optional[str]]:
         return None, '"args" must be a list of strings'
     if isinstance(t, bool) or not isinstance(t, int):
         return None, '"time" must be an integer'
+    if abs(t) >= MAX_TIME:
+        return None, f'"time" out of range ({RANGE})'
     return (pred, tuple(args), t), None
 
 
@@ -171,12 +176,17 @@ def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
             col = f" at column {e.span.column}" if e.span.column else ""
             out.reject("parse_error", f"{e.message}{col}", source, no, raw, nbytes, tick)
             return
+        if abs(f.time) >= MAX_TIME:
+            out.reject("out_of_range", f"timestamp out of range ({RANGE})", source, no, raw,
+                       nbytes, tick)
+            return
         out.add(tick, f.pred, f.args, f.time, source, no)
         return
     if "pred" in obj:
         got, bad = _structured(obj)
         if bad is not None:
-            out.reject("wrong_type", bad, source, no, raw, nbytes, tick)
+            code = "out_of_range" if "out of range" in bad else "wrong_type"
+            out.reject(code, bad, source, no, raw, nbytes, tick)
             return
         if why is not None:
             if why[0] == "wrong_tick" and want is not None:
@@ -216,7 +226,21 @@ def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed)
             col = f" at column {e.colno}" if hasattr(e, "colno") else ""
             out.reject("bad_json", f"invalid JSON ({msg}{col})", path, no, line, total)
             continue
+        except ValueError:  # an integer past Python's 4 300 digits
+            out.reject("bad_json", "invalid JSON (an integer of more than 4 300 digits)", path,
+                       no, line, total)
+            continue
         _from_obj(out, obj, line, total, cp, want, path, no)
+
+
+def _small_int(v: str, pattern: str):
+    """A CSV field as an int when it is one of at most 19 digits (larger ones: int64 range
+    exceeded, kept as text and refused with a reason), else the text."""
+    if re.fullmatch(pattern, v) and len(v.lstrip("-")) <= 19:
+        return int(v)
+    if re.fullmatch(pattern, v):
+        return MAX_TIME * (-1 if v.startswith("-") else 1)  # out of range, refused below
+    return v
 
 
 def read_csv(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
@@ -241,10 +265,10 @@ def read_csv(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -
         row: dict[str, Any] = dict(zip(header, fields))
         if "tick" in row:
             v = row["tick"].strip()
-            row["tick"] = int(v) if re.fullmatch(r"[0-9]+", v) else (None if v == "" else v)
+            row["tick"] = _small_int(v, r"[0-9]+") if v != "" else None
         if "time" in row:
             v = row["time"].strip()
-            row["time"] = int(v) if re.fullmatch(r"-?[0-9]+", v) else v
+            row["time"] = _small_int(v, r"-?[0-9]+")
         if "fact" in row and "pred" not in row:
             pass
         elif "pred" in row:

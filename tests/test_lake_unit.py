@@ -326,3 +326,26 @@ def test_concurrent_ingests_of_one_slice_commit_exactly_once(tmp_path, stagger):
         on_disk = [os.path.join(d, x) for d, _, xs in os.walk(path) if "_delta_log" not in d
                    for x in xs if x.endswith(".parquet")]
         assert len(on_disk) == len(files), (kind, on_disk, files)
+
+
+def test_integers_past_the_machine_range_are_quarantined_not_the_batch(tmp_path):
+    """Ticks or times ≥ 2⁶⁰, 2⁶⁴ or of 5 000 digits, and deeply nested JSON, in JSONL and CSV:
+    each row goes to quarantine with its reason, the good rows stay (issue 11.1, 11.2)."""
+    cp = compile_file(TURBINES)
+    huge = "1" + "0" * 5000
+    jl = _write(tmp_path / "s.jsonl", "\n".join([
+        '{"tick": 5, "fact": "Hot(wt1, 5)"}',
+        '{"tick": 5, "fact": "Hot(wt2, ' + huge + ')"}',
+        '{"tick": 5, "fact": "Hot(wt2, 18446744073709551616)"}',
+        '{"tick": 18446744073709551616, "fact": "Hot(wt1, 5)"}',
+        '{"tick": ' + huge + ', "fact": "Hot(wt1, 5)"}',
+        '{"tick": 5, "pred": "Hot", "args": ["wt3"], "time": 18446744073709551616}',
+        "[" * 5000 + "]" * 5000]).encode() + b"\n")
+    cs = _write(tmp_path / "s.csv", ("tick,fact\n5,\"Hot(wt3, 5)\"\n" + huge + ",\"Hot(wt1, 5)\"\n"
+                                     "5,\"Hot(wt2, 1" + "0" * 30 + ")\"\n").encode())
+    parsed, unreadable = read_files([jl, cs], cp, None)
+    assert not unreadable and len(parsed) == 2
+    assert len(parsed.rejected) == 8
+    assert all(r["reason_code"] in ("out_of_range", "bad_json", "parse_error")
+               for r in parsed.rejected)
+    assert all("Traceback" not in r["reason"] for r in parsed.rejected)
