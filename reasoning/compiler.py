@@ -108,7 +108,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     if query is not None:
         qatom = parse_atom(query, "--query", prog.rigid)
         prog = Program(
-            rules=prog.rules, facts=prog.facts, query=qatom, query_span=Span("--query", 1, 1),
+            rules=prog.rules, facts=prog.facts, query=qatom,
+            query_span=Span("--query", 1, 1, 1, len(query.rstrip()) + 1),
             delays=prog.delays, domain=prog.domain, rigid=prog.rigid,
             rigid_spans=prog.rigid_spans, source=prog.source, file=prog.file,
         )
@@ -118,7 +119,12 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
             "no query: add `#query Pred(X, T).` to the program or pass --query",
             Span(file, 1, 1), text,
         )
-    check_program(prog, spans)
+    try:
+        check_program(prog, spans)
+    except ProgramError as e:  # an error of --query shows the option's text, not the program
+        if query is not None and e.span.file == "--query":
+            raise ProgramError(e.message.replace("#query", "--query", 1), e.span, query) from None
+        raise
     if not _query_time_ok(prog.query):
         raise ProgramError(
             "the query's time argument must be a variable or a timestamp, not T+k",

@@ -235,7 +235,8 @@ def _query_errors(prog: Program, occs: list[_Occurrence], loc: _Locator) -> Iter
     q = prog.query
     if q is None:
         return
-    span = loc.at("query", 0)
+    qs = prog.query_span
+    span = qs if qs is not None and qs.file == "--query" else loc.at("query", 0)
     if q.pred not in idb_predicates(prog):
         known = q.pred in prog.rigid or any(o.atom.pred == q.pred for o in occs)
         if known:

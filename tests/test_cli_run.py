@@ -111,3 +111,6 @@ def test_program_errors_exit_2_without_traceback(tmp_path):
 def test_query_override_error_points_at_argument(capsys):
     rc, _, err = run(["check", TDL, "--query", "Hot(X, T)"], capsys)
     assert rc == 2 and "Hot" in err
+    assert err.startswith("--query:1:1: error: --query must name") and "#query OK" not in err
+    rc, _, err = run(["check", TDL, "--query", "OK(X, Y, T)"], capsys)
+    assert rc == 2 and err.startswith("--query:1:1:") and "OK(X, Y, T)" in err
