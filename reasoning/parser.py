@@ -221,13 +221,27 @@ def _raw_atom(tree: Tree, file: str, source: str) -> _RawAtom:
     return _RawAtom(str(name), terms, _meta_span(tree, file))
 
 
+MAX_DIGITS = 18  # every number of a program (timestamp, offset, δ, arity) is below 10^18
+
+
+def _number(text: str, span: Span, source: str, what: str) -> int:
+    """A natural number of the program text, refused past MAX_DIGITS digits (times, offsets
+    and delays are added in int64 columns; Python refuses int() past 4 300 digits)."""
+    digits = str(text).lstrip("0")
+    if len(digits) > MAX_DIGITS:
+        shown = digits[:12] + "…" if len(digits) > 12 else digits
+        raise ProgramError(f"{what} {shown} is out of range ({len(digits)} digits; numbers in a "
+                           f"program have at most {MAX_DIGITS})", span, source)
+    return int(text)
+
+
 def _raw_term(tree: Tree, file: str, source: str) -> _RawTerm:
     """Turn a `*_term` tree into a `_RawTerm`."""
     kind = tree.data.removesuffix("_term")
     toks = tree.children
     span = _meta_span(tree, file)
     if kind in ("plus", "minus"):
-        k = int(toks[1])
+        k = _number(toks[1], span, source, "time offset")
         return _RawTerm(kind, str(toks[0]), k if kind == "plus" else -k, span)
     if kind == "string":
         return _RawTerm(kind, _unescape(toks[0], file, source), 0, span)
@@ -319,7 +333,7 @@ def _object_term(term: _RawTerm, scope: _Scope) -> Var | Const:
 def _time_term(term: _RawTerm, pred: str, arity: int, scope: _Scope) -> Time:
     """Sort the last argument of a temporal predicate."""
     if term.kind == "int":
-        return Time(None, int(term.text))
+        return Time(None, _number(term.text, term.span, scope.source, "timestamp"))
     if term.kind == "negint":
         msg = f"negative timestamp -{term.text}: timestamps are natural numbers"
         raise ProgramError(msg, term.span, scope.source)
@@ -508,7 +522,8 @@ class _ProgramBuilder:
         name, k = stmt.children
         span = _token_span(name, self.file)
         self.spans[("delay", len(self.delays), -1, -1)] = span
-        self.delays.append(DelayDecl(str(name), int(k), None, span))
+        k = _number(k, _token_span(k, self.file), self.source, "delay")
+        self.delays.append(DelayDecl(str(name), k, None, span))
 
     def _delay_pattern(self, stmt: Tree) -> None:
         """`#delay Pred(c1, _, T) = k.`"""
@@ -516,7 +531,8 @@ class _ProgramBuilder:
         raw = self._raw(atom_tree)
         pattern = self._delay_pattern_args(raw)
         _record_spans(self.spans, ("delay", len(self.delays), -1), raw)
-        self.delays.append(DelayDecl(raw.pred, int(k), pattern, raw.span))
+        k = _number(k, _token_span(k, self.file), self.source, "delay")
+        self.delays.append(DelayDecl(raw.pred, k, pattern, raw.span))
 
     def _delay_pattern_args(self, raw: _RawAtom) -> tuple[Optional[str], ...]:
         """Object-argument pattern of a `#delay` atom (the time position must be open)."""
@@ -536,8 +552,9 @@ class _ProgramBuilder:
         """`#rigid Name/arity, ... .` (collected in the first pass)."""
         for spec in stmt.children:
             name = spec.children[0]
-            arity = int(spec.children[1]) if len(spec.children) > 1 else 0
             span = _meta_span(spec, self.file)
+            arity = (_number(spec.children[1], span, self.source, "arity")
+                     if len(spec.children) > 1 else 0)
             if name in self.rigid and self.rigid[name] != arity:
                 first = self.rigid_spans[name]
                 msg = (

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reasoning.compiler import compile_program
 from reasoning.errors import ProgramError
 from reasoning.parser import parse_atom, parse_fact, parse_program, parse_program_with_spans
 from reasoning.syntax import Atom, Const, DelayDecl, Literal, Rule, Span, Time, Var
@@ -350,3 +351,17 @@ def test_round_trip_rigid_rule():
     prog = parse_program(text)
     again = parse_program("#rigid Near/2, Sunny/0.\n" + str(prog.rules[0]))
     assert again.rules == prog.rules
+
+
+@pytest.mark.parametrize("text,col,what", [
+    ("#query P(X, T).\n#delay E = 1" + "0" * 5000 + ".\nP(X, T) :- E(X, T).\n", 12, "delay"),
+    ("#query P(X, T).\n#rigid R/1" + "0" * 5000 + ".\nP(X, T) :- E(X, T).\n", 8, "arity"),
+    ("#query P(X, T).\nP(X, T) :- E(X, T+1" + "0" * 5000 + ").\n", 17, "time offset"),
+    ("#query P(X, T).\nP(X, 1" + "0" * 30 + ") :- E(X, 3).\n", 6, "timestamp"),
+])
+def test_numbers_past_the_machine_range_are_errors_at_their_token(text, col, what):
+    """Issue 11.1, program side: FILE:LINE:COL, never Python's 4 300-digit ValueError."""
+    with pytest.raises(ProgramError) as e:
+        compile_program(text, "big.tdl")
+    assert (e.value.span.line, e.value.span.column) == (2, col)
+    assert e.value.message.startswith(what) and "out of range" in e.value.message
