@@ -1,7 +1,8 @@
 """`hypo lake …`: the lakehouse pipeline from the command line (calls jobs.lake only).
 
-Exit codes: 0 success; 2 a user mistake (missing lake, tick out of order, program mismatch,
-unreadable input, …), reported as one line without a traceback.
+Exit codes: 0 success; 1 `verify` found damage; 2 a user mistake or a damaged lake (missing
+lake, tick out of order, program mismatch, unreadable input, a missing or unreadable file
+under the lake, …), reported as one line without a traceback.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ USAGE_EXAMPLES = """examples:
   hypo lake answers --tick 2
   hypo lake history 'OK(wt2, 1)'
   hypo lake status
+  hypo lake verify                                       # logs, files, ticks log
 """
 
 
@@ -74,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--format", choices=["text", "jsonl"], default="text")
     s = sub.add_parser("status", parents=[common], help="ticks, versions, counts, quarantine")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    v = sub.add_parser("verify", parents=[common],
+                       help="check every table's log and files and the ticks log; exit 1 if "
+                            "anything is damaged, with what to do")
+    v.add_argument("--format", choices=["text", "json"], default="text")
     m = sub.add_parser("migrate", parents=[common],
                        help="convert a lake written by an earlier version to this layout")
     m.add_argument("--master")
@@ -156,7 +162,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         tick = args.tick if args.tick is not None else Lake(lake).last_tick()
         if args.format == "jsonl":
             if not objs:
-                out.write(json.dumps({"tick": tick, "query": Lake(lake).program_info["main"],
+                out.write(json.dumps({"tick": tick, "query": Lake(lake).program_info.get("main"),
                                       "status": "none"}) + "\n")
             for o in objs:
                 out.write(json.dumps(o, ensure_ascii=False) + "\n")
@@ -188,6 +194,23 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
                       f"{e['answer']}{detail}{how}\n")
         return 0
+    if args.cmd == "verify":
+        from .verify import verify
+
+        r = verify(lake)
+        if args.format == "json":
+            out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
+        else:
+            for line in r["lines"]:
+                out.write(f"damaged: {line}\n")
+            tables = ", ".join(f"{k} v{c['version']} ({c['files']} file(s))"
+                               for k, c in r["checked"].items())
+            if r["ok"]:
+                out.write(f"lake {r['lake']}: no damage found ({tables})\n")
+            else:
+                out.write(f"lake {r['lake']}: {len(r['lines'])} problem(s); fix them in the "
+                          f"order listed, then run `hypo lake verify` again\n")
+        return 0 if r["ok"] else 1
     if args.cmd == "migrate":
         r = api.migrate(lake, args.master)
         out.write(r["message"] + "\n")
@@ -196,7 +219,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         s = api.lake_status(lake)
         if args.format == "json":
             out.write(json.dumps(s, sort_keys=True, indent=2) + "\n")
-            return 0
+            return 1 if s["missing_files"] else 0
         p = s["program"]
         out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
                   f"{p['query']}\n")
@@ -220,6 +243,11 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         if q["by_reason"]:
             out.write(" — " + ", ".join(f"{k} {v}" for k, v in q["by_reason"].items()))
         out.write("\n")
+        if s["missing_files"]:
+            out.write("  DAMAGED: files missing under the lake — " + ", ".join(
+                f"{k} {n}" for k, n in s["missing_files"].items()) + "; run `hypo lake verify` "
+                "for which and what to do\n")
+            return 1
         return 0
     return 2
 
@@ -233,6 +261,12 @@ def _ranges(xs: list[int]) -> str:
         out.append(str(xs[i]) if i == j else f"{xs[i]}..{xs[j]}")
         i = j + 1
     return ", ".join(out)
+
+
+def _library_error(e: Exception) -> bool:
+    """An error raised inside deltalake or pyarrow (reading a damaged lake)."""
+    mod = type(e).__module__ or ""
+    return mod.startswith(("deltalake", "pyarrow", "_internal"))
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
@@ -256,7 +290,15 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
             pass
         return 0
     except OSError as e:
-        print(f"hypo lake: error: {e.filename or ''}: {e.strerror}", file=err)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"hypo lake: error: {where}{e.strerror or e}", file=err)
+        return 2
+    except Exception as e:  # a delta-rs or pyarrow error on a damaged lake: one line, no trace
+        if not _library_error(e):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        print(f"hypo lake: error: {type(e).__name__}: {first}; run `hypo lake verify` to check "
+              f"the lake", file=err)
         return 2
     except KeyboardInterrupt:
         print("hypo lake: interrupted", file=err)

@@ -19,12 +19,13 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
-from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
 from schemas.lake import arrow_schema, partition_by
 
-from .errors import ConcurrentTickError, LakeMissing
+from . import damage
+from .errors import ConcurrentTickError, LakeDamaged, LakeMissing
 
 
 class CommitConflict(ConcurrentTickError):
@@ -43,6 +44,26 @@ def open_table(path: str, version: Optional[int] = None) -> DeltaTable:
     except TableNotFoundError as e:
         raise LakeMissing(f"cannot open {path}" + (f" at version {version}" if version is not None
                                                    else "") + f": {e}") from None
+    except (DeltaError, OSError, ValueError) as e:
+        raise damaged_log(path, version, e) from None
+
+
+def damaged_log(path: str, version: Optional[int], e: BaseException) -> LakeDamaged:
+    """The error of a table whose Delta log cannot be read: its first damaged commit file,
+    else delta-rs's own first line."""
+    why = damage.first_log_problem(path)
+    if why is None:
+        at = f" version {version}" if version is not None else ""
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        why = f"{damage.label(path)}{at}: its Delta log cannot be read ({first})"
+    return LakeDamaged(f"{why}; {damage.VERIFY_HINT}")
+
+
+def damaged_file(path: str, version: Optional[int], full: str, why: str) -> LakeDamaged:
+    """The error of a data file a table refers to that is missing or unreadable."""
+    at = f" version {version}" if version is not None else ""
+    return LakeDamaged(f"{damage.label(path)}{at}: {damage.rel(full, path)}: {why}; "
+                       f"{damage.VERIFY_HINT}")
 
 
 def create_table(path: str, kind: str, metadata: Optional[dict] = None) -> None:
@@ -165,7 +186,15 @@ def table_columns(dt: DeltaTable) -> list[str]:
 
 def history(path: str) -> list[dict]:
     """Commit infos, newest first, each with its `version`."""
-    return open_table(path).history()
+    return commits(open_table(path), path)
+
+
+def commits(dt: DeltaTable, path: str) -> list[dict]:
+    """dt.history(), or LakeDamaged naming the damaged commit file."""
+    try:
+        return dt.history()
+    except (DeltaError, OSError, ValueError) as e:
+        raise damaged_log(path, dt.version(), e) from None
 
 
 def read_arrow(path: str, kind: str, version: Optional[int] = None,
@@ -186,9 +215,15 @@ def read_arrow(path: str, kind: str, version: Optional[int] = None,
         fpath = os.path.join(path, a["path"])
         if not os.path.exists(fpath):
             fpath = os.path.join(path, unquote(a["path"]))
-        pf = pq.ParquetFile(fpath)
-        present = set(pf.schema_arrow.names)
-        t = pf.read(columns=[c for c in want if c not in parts and c in present])
+        try:
+            pf = pq.ParquetFile(fpath)
+            present = set(pf.schema_arrow.names)
+            t = pf.read(columns=[c for c in want if c not in parts and c in present])
+        except FileNotFoundError:
+            raise damaged_file(path, dt.version(), fpath, "the file is missing") from None
+        except (OSError, pa.ArrowException) as e:
+            raise damaged_file(path, dt.version(), fpath, "the file is not readable Parquet ("
+                               + (str(e).splitlines() or [""])[0][:160] + ")") from None
         arrays = []
         for f in out_schema:
             if f.name in parts:

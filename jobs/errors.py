@@ -31,3 +31,8 @@ class InputError(LakeError):
 class InjectedFault(BaseException):
     """Raised by the fault-injection hook (HYPO_LAKE_FAULT) to simulate a crash; a
     BaseException so that no error handler on the way swallows it."""
+
+
+class LakeDamaged(LakeError):
+    """A file the lake's tables or logs refer to is missing or unreadable (one line naming
+    the table, version and file; `hypo lake verify` lists every such problem)."""

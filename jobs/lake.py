@@ -175,7 +175,7 @@ def _append_once(L: Lake, kind: str, acts: list, batch: str, metadata: dict) -> 
 
     for attempt in range(40):
         dt = L.table(kind)
-        if any(h.get("batch") == batch for h in dt.history()):
+        if any(h.get("batch") == batch for h in delta.commits(dt, L.path(kind))):
             for a in acts:
                 try:
                     os.remove(os.path.join(L.path(kind), a.path))
@@ -419,12 +419,15 @@ def lake_status(lake: str) -> dict:
     log = L.ticks_log()
     done = L.done(log)
     last = L.last_tick(done)
-    versions, rows = {}, {}
+    versions, rows, missing = {}, {}, {}
     for t in DATA_TABLES + ("ticks",):
         dt = L.table(t)
         versions[t] = dt.version()
         acts = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
         rows[t] = sum(a.get("num_records") or 0 for a in acts)
+        gone = sum(not os.path.exists(os.path.join(L.path(t), a["path"])) for a in acts)
+        if gone:
+            missing[t] = gone
     q = delta.read_arrow(L.path("quarantine"), "quarantine", columns=["stage", "reason_code"])
     by_reason = Counter(r["reason_code"] for r in q.to_pylist())
     by_stage = Counter(r["stage"] for r in q.to_pylist())
@@ -434,7 +437,7 @@ def lake_status(lake: str) -> dict:
     incomplete = sorted({t for t, r in latest_phase.items() if r["phase"] != "done"})
     # a tick is stale if the S_{τ-1} it read is not (by digest) the one tick τ-1 now has
     # (tick τ-1 was re-run over different facts): re-run from it
-    digests = {h["version"]: h.get("digest") for h in L.table("state").history()}
+    digests = {h["version"]: h.get("digest") for h in delta.history(L.path("state"))}
     stale = []
     for t, r in sorted(done.items()):
         p = done.get(t - 1)
@@ -454,6 +457,7 @@ def lake_status(lake: str) -> dict:
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,
+        "missing_files": missing,
         "last": None if last_row is None else {
             "state_version": last_row["state_version"],
             "answers_version": last_row["answers_version"],

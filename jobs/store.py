@@ -22,10 +22,29 @@ from reasoning.compiler import CompiledProgram, compile_program
 from reasoning.errors import ProgramError
 
 from . import delta
-from .errors import LakeMissing, ProgramMismatch
+from .errors import LakeDamaged, LakeMissing, ProgramMismatch
 
 DATA_TABLES = ("facts", "quarantine", "state", "answers", "dq")
 PHASES = ("start", "state", "answers", "done")
+
+
+def read_program_info(meta_dir: str) -> dict:
+    """_hypo/program.json: {"hash": sha256 of program.tdl, "file", "query", …}, or
+    LakeDamaged saying what is wrong with it."""
+    f = os.path.join(meta_dir, "program.json")
+    try:
+        with open(f, encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0][:160]
+        raise LakeDamaged(f"_hypo/program.json: unreadable ({why}); restore it from a backup "
+                          f"(it records the sha256 of _hypo/program.tdl, its file name and the "
+                          f"main query)") from None
+    if not isinstance(info, dict) or not isinstance(info.get("hash"), str):
+        raise LakeDamaged("_hypo/program.json: no program hash in it; restore it from a backup "
+                          "(it records the sha256 of _hypo/program.tdl, its file name and the "
+                          "main query)")
+    return info
 
 
 def default_root() -> str:
@@ -69,13 +88,18 @@ class Lake:
     @cached_property
     def program_info(self) -> dict:
         self.require()
-        with open(os.path.join(self.meta_dir, "program.json"), encoding="utf-8") as fh:
-            return json.load(fh)
+        return read_program_info(self.meta_dir)
 
     @cached_property
     def program_text(self) -> str:
-        with open(os.path.join(self.meta_dir, "program.tdl"), encoding="utf-8") as fh:
-            return fh.read()
+        f = os.path.join(self.meta_dir, "program.tdl")
+        try:
+            with open(f, encoding="utf-8") as fh:
+                return fh.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise LakeDamaged(f"_hypo/program.tdl: the stored program cannot be read "
+                              f"({getattr(e, 'strerror', None) or e}); restore it from a backup "
+                              f"(its sha256 is recorded in _hypo/program.json)") from None
 
     @cached_property
     def program(self) -> CompiledProgram:

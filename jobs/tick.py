@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from reasoning.compiler import CompiledProgram
 from schemas.lake import arrow_schema, spark_ddl
 
-from . import delta
+from . import damage, delta
 from .dq import empty_summary
 from .errors import ConcurrentTickError, InjectedFault, LakeError, ProgramMismatch, TickOrderError
 from .store import Lake
@@ -136,7 +136,12 @@ def _prev_state(ctx: TickContext, done: dict) -> tuple[int, list[str]]:
     files = []
     for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
         if a.get("partition.tick") == tau - 1:
-            files.append(os.path.join(path, a["path"]))
+            full = os.path.join(path, a["path"])
+            broken = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
+            if broken:
+                raise delta.damaged_file(path, v, full, broken + f" (S_{tau - 1}, which tick "
+                                         f"{tau} starts from)")
+            files.append(full)
     if not files:
         raise LakeError(f"state version {v} has no partition tick={tau - 1}")
     return v, files
@@ -146,12 +151,15 @@ def _commit_tick(path: str, version: int) -> Optional[int]:
     f = os.path.join(path, "_delta_log", f"{version:020d}.json")
     if not os.path.exists(f):
         return None
-    with open(f, encoding="utf-8") as fh:
-        for line in fh:
-            obj = json.loads(line)
-            if "commitInfo" in obj:
-                t = obj["commitInfo"].get("tick")
-                return None if t is None else int(t)
+    try:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                obj = json.loads(line)
+                if isinstance(obj, dict) and "commitInfo" in obj:
+                    t = obj["commitInfo"].get("tick")
+                    return None if t is None else int(t)
+    except (OSError, ValueError):  # damaged: delta-rs (open_table) reports it with its file
+        return None
     return None
 
 
@@ -169,6 +177,9 @@ def _facts_files(ctx: TickContext) -> tuple[list[str], list[dict]]:
         if a.get("partition.tick") != ctx.tau:
             continue
         full = os.path.join(path, a["path"])
+        broken = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
+        if broken:  # a file the table refers to: the lake is damaged, not the producer's data
+            raise delta.damaged_file(path, dt.version(), full, broken)
         why = None
         try:
             sch = pq.read_schema(full)
