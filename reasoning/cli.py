@@ -15,7 +15,7 @@ from typing import Optional, TextIO
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
-from .session import ENGINES, Session, answers_at, default_until  # noqa: F401 (API)
+from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
 from .stream import StreamReader, open_stream
 
 
@@ -38,6 +38,8 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     slices = reader.slices()
     ahead = next(slices, None)
     tau = 0
+    margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
+    quiet = 0  # ticks in a row without facts that printed nothing
     while True:
         if args.until is not None:
             if tau > args.until:
@@ -61,8 +63,10 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         if args.format == "jsonl":
             if changes is not None:
                 lines = changes.update(tau, sess.keyed(args.all_queries, args.all))
+                silent = not lines
             else:
                 lines = sess.lines(args.all_queries, args.all, args.ground)
+                silent = not lines
                 if not lines:
                     lines = [json.dumps({"tick": tau, "query": main_q, "status": "none"})]
             if lines:
@@ -74,7 +78,16 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             refuted = [o for k, o in prev_hyp.items() if k not in cur]
             prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
             _text_tick(out, tau, facts, objs, sess.new_definite_keys(), refuted, main_q)
+            silent = not objs and not refuted
+        quiet = quiet + 1 if silent and not entries else 0
         tau += 1
+        if margin is not None and quiet >= margin:
+            nxt = ahead[0] if ahead is not None else (
+                args.until + 1 if args.until is not None else None)
+            if nxt is not None and nxt - 2 * margin > tau:
+                tau, prev_hyp = _skip_quiet(args, sess, changes, out, main_q, tau, nxt,
+                                            margin)
+                quiet = 0
     if args.until is not None:  # the lines after --until are not read
         for _ in slices:
             pass
@@ -83,6 +96,33 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
           f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected", file=err)
     return 1 if reader.rejected else 0
+
+
+def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int, nxt: int,
+                margin: int) -> tuple[int, dict]:
+    """Skip the quiet stretch τ..nxt-margin-1 in O(margin): nothing can be printed there
+    (session.quiet_margin), so it is one line; S_τ at nxt-margin is rebuilt by a fresh
+    executor replaying the margin before it, whose output is not shown.  Returns the next
+    tick to run and the text view's hypothetical answers."""
+    last = nxt - margin - 1
+    if args.format == "jsonl":
+        if changes is None:
+            out.write(json.dumps({"tick": tau, "query": main_q, "status": "none",
+                                  "through": last}) + "\n")
+    else:
+        out.write(f"ticks {tau}..{last}: 0 fact(s), nothing to report (a quiet stretch, "
+                  f"skipped)\n")
+    start = nxt - 2 * margin
+    sess.restart(start)
+    for t in range(start, last + 1):
+        sess.step([], t)
+        if changes is not None:
+            changes.update(t, sess.keyed(args.all_queries, args.all))
+    prev_hyp = {}
+    if args.format != "jsonl":
+        prev_hyp = {answer_key(o): o for o in sess.objects(False, True, False)
+                    if o["status"] == HYPOTHETICAL}
+    return last + 1, prev_hyp
 
 
 class Changes:
@@ -196,10 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=ENGINES, default="auto",
                    help="executor of Algorithm 1: row (the reference), columnar "
                         "(set-at-a-time on Polars) or auto (row until a slice is large)")
+    r.add_argument("--no-skip", action="store_true",
+                   help="print every tick of a quiet stretch (no facts, nothing to report) "
+                        "instead of one line for it")
     r.add_argument("--max-gap", type=int, default=100_000, metavar="N",
                    help="reject a line whose tick is more than N ticks after the previous "
-                        "slice (every tick in between is processed and printed; default "
-                        "100000)")
+                        "slice (a guard against a wrong tick; default 100000)")
     r.add_argument("--changes", action="store_true",
                    help="with --format jsonl: per tick only what changed (new, updated, "
                         "decided, refuted answers)")

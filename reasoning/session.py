@@ -33,6 +33,30 @@ def default_until(eng, st) -> int:
     return max(st.last_tick, 0) + extra
 
 
+def quiet_margin(eng) -> Optional[int]:
+    """M such that, once M ticks in a row brought no fact and printed nothing, every later
+    tick without facts prints nothing too, and S_τ after such a stretch is what a fresh
+    engine started M ticks earlier builds (None: no such bound, e.g. an unbounded wait or a
+    definite answer kept forever).
+
+    Why: with no facts, S_τ only changes by step 2 (answers at T := τ), their expiry and
+    step 3 — all relative to τ once τ is past every constant time of P_Q.  An answer lives
+    at most H ticks (its positive hypotheses' δ, its negated hypotheses' horizons, the
+    retention of definite answers), and step 3 looks at most one H per query level away.
+    """
+    rels = list(static_horizons(eng).values())
+    keep = list(eng.retention.values())
+    if any(v is None for v in rels + keep):
+        return None
+    maxd = max([eng.delays.max(p) for p in eng.cp.analysis.edb] or [0])
+    offs = [0]
+    for tp in eng.templates:
+        offs.append(abs(tp.head.toff))
+        offs.extend(abs(lp.toff) for lp in tp.lits)
+    h = max(rels + [0]) + max(keep + [0]) + maxd + max(offs) + 2
+    return h * (len(eng.cp.queries) + 1) + 2
+
+
 def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,
                ground: bool) -> list[dict]:
     """The printed answer set of one tick (main query unless all_queries), sorted by
@@ -89,6 +113,19 @@ class Session:
 
         self.col = ColumnarEngine(self.cp, forget=self.forget, backend=self.backend)
         self.renderer = Renderer(self.col)
+
+    def restart(self, tau: int) -> None:
+        """A fresh executor of the same kind whose next tick is τ (after a quiet stretch:
+        see quiet_margin; cli.run replays the margin from here)."""
+        if self.col is not None:
+            self._start_columnar()
+            self.col.tau = tau - 1
+        else:
+            self.row = Engine(self.cp, forget=self.forget)
+            self.row.tau = tau - 1
+            self.ex = Explainer(self.row)
+        self.tau = tau - 1
+        self.rep = None
 
     def _handover(self) -> None:
         """S_τ and the window move from the row engine to the columnar one."""
@@ -196,4 +233,5 @@ class Session:
         return static_horizons(self.row if self.row is not None else self.col.tool)
 
 
-__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "default_until", "DEFINITE"]
+__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "default_until", "quiet_margin",
+           "DEFINITE"]
