@@ -172,6 +172,6 @@ def hypo_run_jsonl(program: str, stream: str, until: int, all_: bool = False) ->
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["run", program, "--stream", stream, "--format", "jsonl", "--until",
-                   str(until)] + (["--all"] if all_ else []))
+                   str(until), "--no-skip"] + (["--all"] if all_ else []))
     assert rc == 0, err.getvalue()
     return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]

@@ -31,7 +31,8 @@ def until_of(program: str, stream: str, query: Optional[str] = None) -> int:
 def reference(program: str, stream: str, until: int, query: Optional[str] = None,
               all_: bool = False) -> dict[int, list[str]]:
     """tick -> the lines `hypo run --format jsonl` prints for it."""
-    argv = ["run", program, "--stream", stream, "--format", "jsonl", "--until", str(until)]
+    argv = ["run", program, "--stream", stream, "--format", "jsonl", "--until", str(until),
+            "--no-skip"]
     if query:
         argv += ["--query", query]
     if all_:

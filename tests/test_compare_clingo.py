@@ -50,7 +50,7 @@ def write_stream(path: Path, stream: dict[int, list[Fact]]) -> None:
 def hypo_run(program: Path, stream: Path, until: int, query=None) -> dict[int, dict]:
     """`hypo run PROGRAM --stream FILE --format jsonl --ground`: tick -> {status: keys}."""
     argv = ["run", str(program), "--stream", str(stream), "--format", "jsonl", "--ground",
-            "--until", str(until)]
+            "--until", str(until), "--no-skip"]
     if query:
         argv += ["--query", query]
     out, err = io.StringIO(), io.StringIO()
