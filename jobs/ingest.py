@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 
 from reasoning.compiler import CompiledProgram
 from reasoning.errors import ProgramError
-from reasoning.stream import MAX_LINE, MAX_TIME, parse_fact_text
+from reasoning.stream import JSON_SPACE, MAX_LINE, MAX_TIME, parse_fact_text
 
 from .errors import InputError
 
@@ -209,7 +209,7 @@ def text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
                        text, total)
             continue
         line = trim(text)
-        if not line.strip():
+        if not line.strip(JSON_SPACE):
             continue
         if not ok:
             out.reject("bad_encoding", "line is not UTF-8 text", path, no, line, total)
@@ -218,7 +218,7 @@ def text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
 
 
 def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
-    for no, line, total in text_lines(path, out, str.strip):
+    for no, line, total in text_lines(path, out, lambda t: t.strip(JSON_SPACE)):
         try:
             obj = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:

@@ -17,6 +17,7 @@ from .errors import ProgramError
 from .patterns import Fact
 
 MAX_LINE = 1 << 16
+JSON_SPACE = " \t\r\n"  # the whitespace JSON allows around a value
 MAX_TIME = 1 << 60  # ticks and times: natural numbers below 2^60 (offsets and δ fit in int64)
 MAX_DIGITS = 18  # every natural number of at most 18 digits is below MAX_TIME
 _WS = r"[ \t\r\n]*"
@@ -127,7 +128,7 @@ def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
             return tick, f
     if len(raw) > MAX_LINE:
         return Rejection(f"line longer than {MAX_LINE} bytes", raw[:80] + "…", None, no, source)
-    line = raw.strip()
+    line = raw.strip(JSON_SPACE)  # not str.strip(): \x1c..\x1f are not blank in JSON
     if not line:
         return None
     try:
