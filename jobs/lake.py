@@ -94,11 +94,16 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
     quar_done = batch in _batches_in(L.path("quarantine"))
     result: dict[str, Any] = {"batch": batch, "files": [os.path.abspath(f) for f in files],
                               "tick": tick, "skipped": False}
+    already = dict(skipped=True, accepted=0, rejected=0, by_tick={}, reasons={},
+                   message=f"already ingested (batch {batch}), nothing to do")
     if facts_done and quar_done:
-        result.update(skipped=True, accepted=0, rejected=0, by_tick={}, reasons={},
-                      message="these files were already ingested for this tick")
+        result.update(already)
         return result
     parsed, unreadable = read_files([os.path.abspath(f) for f in files], cp, tick)
+    if (facts_done or quar_done) and (facts_done or not len(parsed)) and \
+            (quar_done or not parsed.rejected):
+        result.update(already)  # a clean (or all-bad) slice writes to one table only
+        return result
     for f, sha in zip(files, shas):
         if os.path.abspath(f) in unreadable:
             d = os.path.join(L.meta_dir, "rejected")

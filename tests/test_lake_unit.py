@@ -349,3 +349,29 @@ def test_integers_past_the_machine_range_are_quarantined_not_the_batch(tmp_path)
     assert all(r["reason_code"] in ("out_of_range", "bad_json", "parse_error")
                for r in parsed.rejected)
     assert all("Traceback" not in r["reason"] for r in parsed.rejected)
+
+
+def test_reingest_of_a_clean_slice_says_nothing_to_do(tmp_path):
+    """Issue 14.2: a clean slice writes to `facts` only; its re-ingest (a backfill) is
+    recognised as such, not reported as accepted again with an "already processed" warning."""
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    s = tmp_path / "s.jsonl"
+    s.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n{"tick": 0, "fact": "Hot(wt2, 0)"}\n')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"tick": 0, "fact": \n')
+    first = api.ingest(lake, 0, [str(s)])
+    assert first["accepted"] == 2 and not first["skipped"]
+    api.run_tick(lake, 0, executor="local")
+    v = api.lake_status(lake)["versions"]
+    assert api.ingest(lake, 0, [str(bad)])["rejected"] == 1  # quarantine only
+    for files in ([str(s)], [str(bad)]):
+        again = api.ingest(lake, 0, files)
+        assert again["skipped"] and "already ingested" in again["message"], again
+        assert "warning" not in again
+    rc, out, err = hypo("lake", "--lake", lake, "ingest", "--tick", "0", str(s))
+    assert rc == 0 and "already ingested" in out, out
+    after = api.lake_status(lake)["versions"]
+    assert after["facts"] == v["facts"]
