@@ -111,6 +111,12 @@ RETRIES = int(_env("HYPO_RETRIES", "2"))
 RETRY_DELAY = parse_duration(_env("HYPO_RETRY_DELAY", "1m"), "HYPO_RETRY_DELAY")
 MAX_RETRY_DELAY = parse_duration(_env("HYPO_MAX_RETRY_DELAY", "30m"), "HYPO_MAX_RETRY_DELAY")
 TICK_TIMEOUT = parse_duration(_env("HYPO_TICK_TIMEOUT", "2h"), "HYPO_TICK_TIMEOUT")
+# Below a minute between pokes the sensor keeps its worker slot (mode "poke"): in
+# "reschedule" mode a short interval races the scheduler (LocalExecutor: "finished with
+# state success, but the task instance's state attribute is queued", then UP_FOR_RETRY)
+# and a 30 s timeout took 107 s.  From a minute on, rescheduling frees the slot in between.
+RESCHEDULE_FROM = dt.timedelta(seconds=60)
+SENSOR_MODE = "reschedule" if SLICE_POKE >= RESCHEDULE_FROM else "poke"
 
 
 def resolve(path: str) -> str:
@@ -383,7 +389,7 @@ def hypo_ticks():
         return {"tick": tick, "lake": lake, "program": program, "master": p["spark_master"]}
 
     @task.sensor(poke_interval=SLICE_POKE.total_seconds(), timeout=SLICE_TIMEOUT.total_seconds(),
-                 mode="reschedule", soft_fail=False)
+                 mode=SENSOR_MODE, soft_fail=False)
     def wait_for_slice(run: dict) -> PokeReturnValue:
         """Done when <lake>/landing/tick=<τ>/_READY exists (no files = declared empty)."""
         s = slice_status(run["lake"], run["tick"])

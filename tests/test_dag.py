@@ -88,6 +88,11 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     assert m.answers_asset().uri == "hypo://localhost/data/lake/answers"
     assert d.start_date == dt.datetime(2026, 3, 1, 6, tzinfo=UTC)
     assert m.tick_of(dt.datetime(2026, 3, 1, 7, 30, tzinfo=UTC)) == 6
+    assert d.task_dict["wait_for_slice"].mode == "reschedule"
+    # a short poke interval keeps the worker slot (reschedule races the scheduler: issue 14.4)
+    monkeypatch.setenv("HYPO_SLICE_POKE", "5s")
+    spec.loader.exec_module(m)
+    assert m.dag_object.task_dict["wait_for_slice"].mode == "poke"
 
 
 def test_tick_of_logical_date(hypo_dag):
