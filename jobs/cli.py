@@ -89,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _tick_line(s: dict) -> str:
     c = s["counts"]
     return (f"tick {s['tick']}: {c['facts']} fact(s), {c['accepted']} accepted, "
-            f"{c['rejected']} rejected, {c['duplicates']} duplicate(s); {c['answers']} answer(s) "
+            f"{c['rejected']} rejected, {c['duplicates']} duplicate(s)"
+            f"{', ' + str(c['ignored']) + ' ignored' if c.get('ignored') else ''}; "
+            f"{c['answers']} answer(s) "
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
             f"v{s['answers_version']}, {c.get('executor', '?')} executor]")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from reasoning.compiler import CompiledProgram
+from reasoning.declared import declared_unused
 
 GX_COLUMNS = ["tick", "pred", "time", "n_args", "arity", "latest"]
 
@@ -37,7 +38,8 @@ def expectations(cp: CompiledProgram) -> list:
         E.ExpectColumnValuesToNotBeNull(column="pred"),
         E.ExpectColumnValuesToNotBeNull(column="time"),
         E.ExpectColumnValuesToNotBeNull(column="n_args"),
-        E.ExpectColumnValuesToBeInSet(column="pred", value_set=sorted(cp.analysis.edb)),
+        E.ExpectColumnValuesToBeInSet(column="pred", value_set=sorted(
+            set(cp.analysis.edb) | set(declared_unused(cp)))),
         E.ExpectColumnPairValuesToBeEqual(column_A="n_args", column_B="arity",
                                           ignore_row_if="either_value_is_missing"),
         E.ExpectColumnValuesToBeBetween(column="time", min_value=0),

@@ -292,7 +292,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     from reasoning.columnar.layout import INT, OBJ
 
     from .state import load_state, state_frame
-    from .validate import gx_summary, with_duplicates, with_reasons
+    from .validate import gx_summary, with_duplicates, with_hints, with_reasons
 
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
     io = SparkIO(spark()) if ctx.used == "spark" else LocalIO()
@@ -311,9 +311,12 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                                           B.alias(B.lit(1, INT), "_one")]),
                              ["_code"], {"n": B.agg_sum(B.col("_one"))}))
     by = {r["_code"]: int(r["n"]) for r in cnt}
+    if by.get("unknown_predicate"):
+        v = io.checkpoint(with_hints(B, v, cp))
     n_slice = sum(by.values())
     n_dup = by.get("duplicate", 0)
-    n_rej = n_slice - n_dup - by.get("", 0)
+    n_ign = by.get("ignored", 0)
+    n_rej = n_slice - n_dup - n_ign - by.get("", 0)
     if n_slice:
         dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
     else:
@@ -368,7 +371,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             B.list_eval(B.coalesce([B.col("args"), B.empty_list()]), cfmt),
             B.typed_list([B.coalesce([B.to_str(B.col("time")), B.lit("?", OBJ)])], OBJ)), ", "),
             B.lit(")", OBJ)])
-        q = B.select(B.filter(v, B.not_null(code)), [
+        q = B.select(B.filter(v, B.not_null(code) & (code != B.lit("ignored", OBJ))), [
             B.col("reason_code"), B.col("reason"), B.col("source"), B.col("line"),
             B.alias(B.coalesce([raw_txt, B.lit("", OBJ)]), "raw"),
             B.alias(B.null(INT), "raw_bytes"), B.col("pred"), B.col("args"), B.col("time"),
@@ -388,7 +391,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                                     for a in answer_actions], ["json"])
     tm.lap("digests")
     counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
-              "accepted": n_slice - n_rej - n_dup, "quarantined": n_rej + n_dup + len(bad_files),
+              "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign, "quarantined": n_rej + n_dup + len(bad_files),
               "state_rows": n_state, "answers": n_ans, "definite": st.get("definite", 0),
               "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
               "executor": ctx.used}

@@ -8,7 +8,9 @@ on the driver) for the tick's data-quality record.
   wrong_type          pred, args and time are required
   rigid_predicate     a rigid predicate's facts belong in the program
   idb_predicate       only EDB facts may arrive
-  unknown_predicate   not a predicate of the program
+  ignored             a predicate `#delay` declares and no rule uses (counted; not
+                      quarantined: a stream is often shared by several programs)
+  unknown_predicate   not a predicate of the program ("did you mean" a close name)
   arity               len(args) + 1 ≠ arity(pred)
   negative_time       time < 0
   future_time         time > τ
@@ -24,6 +26,7 @@ from typing import Any
 from reasoning.columnar.delays import COL, DelayPlan
 from reasoning.columnar.layout import BOOL, INT, OBJ
 from reasoning.compiler import CompiledProgram
+from reasoning.declared import IGNORED, declared_unused, did_you_mean
 
 from .dq import GX_COLUMNS, _label, expectations
 
@@ -36,8 +39,11 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
     batch), n_args, arity, latest and reason_code / reason (null: accepted)."""
     an = cp.analysis
     edb = dict(an.edb)
+    unused = declared_unused(cp)
     df = B.with_row_id(B.sort(df, ["source", "line", "batch"]), "_rid")
-    ar = B.from_rows([{"_ap": p, "arity": n} for p, n in sorted(edb.items())],
+    ar = B.from_rows([{"_ap": p, "arity": n} for p, n in sorted(edb.items())]
+                     + [{"_ap": p, "arity": n} for p, n in sorted(unused.items())
+                        if n is not None],
                      {"_ap": OBJ, "arity": INT})
     df = B.join(df, ar, [B.col("pred")], ["_ap"], how="left")
     df = B.with_columns(df, {"n_args": B.when(B.is_null(B.col("args")), B.null(INT),
@@ -72,7 +78,9 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
          B.concat_str([pred, lit(" is a rigid predicate: its facts belong in the program")])),
         (member(an.idb), "idb_predicate",
          B.concat_str([pred, lit(" is defined by rules (IDB); only EDB facts may arrive")])),
-        (~member(edb), "unknown_predicate",
+        (member(unused) & (B.is_null(B.col("arity")) | (B.col("n_args") == B.col("arity"))),
+         "ignored", lit(IGNORED)),
+        (~member(set(edb) | set(unused)), "unknown_predicate",
          B.concat_str([lit("unknown predicate "), pred, lit(f" (EDB predicates: {known})")])),
         (B.col("n_args") != B.col("arity"), "arity",
          B.concat_str([pred, lit(" takes "), s(B.col("arity")), lit(" arguments, got "),
@@ -92,6 +100,28 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
         reason = B.when(hit, why, reason)
     df = B.with_columns(df, {"reason_code": code, "reason": reason})
     return B.drop(df, ["_delta", "_drid", "_ap"])
+
+
+def with_hints(B, df, cp: CompiledProgram):
+    """"did you mean" for the unknown predicates of the slice (as `hypo run` says it): the
+    few distinct names are looked up on the driver and joined back (called only when the
+    slice has unknown predicates)."""
+    names = {r["pred"] for r in B.rows(B.unique(B.select(
+        B.filter(df, B.col("reason_code") == B.lit("unknown_predicate", OBJ)),
+        [B.col("pred")])))}
+    known = set(cp.analysis.edb) | set(declared_unused(cp))
+    hints = [{"_hp": n, "_hint": did_you_mean(n, known)} for n in sorted(names)
+             if n is not None and did_you_mean(n, known)]
+    if not hints:
+        return df
+    h = B.from_rows(hints, {"_hp": OBJ, "_hint": OBJ})
+    df = B.join(df, h, [B.col("pred")], ["_hp"], how="left")
+    unk = B.coalesce([B.col("reason_code") == B.lit("unknown_predicate", OBJ),
+                      B.lit(False, BOOL)]) & B.not_null(B.col("_hint"))
+    df = B.with_columns(df, {"reason": B.when(unk, B.concat_str([B.col("reason"),
+                                                                  B.col("_hint")]),
+                                              B.col("reason"))})
+    return B.drop(df, ["_hp", "_hint"])
 
 
 def with_duplicates(B, df, window, tau: int):

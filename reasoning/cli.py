@@ -23,6 +23,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`hypo run`: Algorithm 1 over a stream file read slice by slice, printing every tick's
     answer set (or, with --changes, what changed)."""
     cp = compile_file(args.program, args.query)
+    for w in cp.warnings:
+        print(w.format(), file=err)
     with open_stream(args.stream) as fh:
         return _run(args, cp, StreamReader(fh, cp, args.stream, args.max_gap), out, err)
 
@@ -93,8 +95,13 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             pass
     for r in reader.take_rejected():
         print(str(r), file=err)
+    ign = ""
+    if reader.ignored:
+        ign = (f", {sum(reader.ignored.values())} ignored ("
+               + ", ".join(f"{p} {n}" for p, n in sorted(reader.ignored.items()))
+               + ": declared in #delay, used by no rule)")
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
-          f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected", file=err)
+          f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected{ign}", file=err)
     return 1 if reader.rejected else 0
 
 
@@ -208,8 +215,10 @@ def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
                   f"{'; '.join(o['hypotheses'])})\n")
 
 
-def check(args: argparse.Namespace, out: TextIO) -> int:
+def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -> int:
     cp = compile_file(args.program, args.query)
+    for w in cp.warnings:
+        print(w.format(), file=err or sys.stderr)
     out.write(dumps(cp) + "\n" if args.format == "json" else describe_text(cp))
     return 0
 
@@ -259,7 +268,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.cmd == "check":
-            return check(args, sys.stdout)
+            return check(args, sys.stdout, sys.stderr)
         if args.cmd == "run":
             return run(args, sys.stdout, sys.stderr)
     except ProgramError as e:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .analysis import Analysis, Delays, analyse
-from .errors import ProgramError
+from .errors import ProgramError, ProgramWarning
 from .preprocess import Query, build_queries
 from .syntax import Atom, Program, Span, Time, Var
 
@@ -23,6 +23,7 @@ class CompiledProgram:
     queries: tuple[Query, ...]
     domain: tuple[str, ...]
     text_hash: str
+    warnings: tuple[ProgramWarning, ...] = ()
 
     @property
     def main(self) -> Query:
@@ -101,7 +102,8 @@ def _query_time_ok(q: Atom) -> bool:
 def compile_program(text: str, file: str = "<input>", query: Optional[str] = None) -> CompiledProgram:
     """Parse, check, analyse and pre-process a program (raises ProgramError on bad input)."""
     from .parser import parse_atom, parse_program_with_spans
-    from .wellformed import check_program, edb_predicates, idb_predicates, predicate_arities
+    from .wellformed import (check_program, delay_warnings, edb_predicates, idb_predicates,
+                             predicate_arities)
 
     prog, spans = parse_program_with_spans(text, file)
     qspan = prog.query_span
@@ -148,7 +150,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
             consts.add(t.value)
     domain = tuple(sorted(consts))
     h = hashlib.sha256(text.encode()).hexdigest()
-    return CompiledProgram(prog, an, delays, queries, domain, h)
+    warns = tuple(ProgramWarning(m, sp, prog.source) for sp, m in delay_warnings(prog, spans))
+    return CompiledProgram(prog, an, delays, queries, domain, h, warns)
 
 
 def _check_termination(prog: Program, an: Analysis, qspan: Span) -> None:

@@ -36,6 +36,23 @@ class ProgramError(HypoError):
         return self.format()
 
 
+class ProgramWarning:
+    """Something odd but allowed in a program, located like a ProgramError (`hypo check`
+    and `hypo run` print it as FILE:LINE:COL: warning: …)."""
+
+    def __init__(self, message: str, span: Optional[Span] = None, source: str = ""):
+        self.message = message
+        self.span = span or Span()
+        self.source = source
+
+    def format(self) -> str:
+        return ProgramError(self.message, self.span, self.source).format().replace(
+            ": error: ", ": warning: ", 1)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
 class StreamError(HypoError):
     """A malformed stream line (reported with its line number; never fatal for the run)."""
 

@@ -266,10 +266,30 @@ def _delay_errors(prog: Program, loc: _Locator) -> Iterator[tuple[Span, str]]:
         elif d.pred in idb:
             yield span, f"#delay applies to stream (EDB) predicates, but {d.pred} is defined by rules (IDB)"
         elif d.pred not in edb:
-            yield span, f"#delay names {d.pred}, which occurs in no rule body"
+            continue  # declared but unused: a warning (delay_warnings), its facts ignored
         elif d.pattern is not None and len(d.pattern) + 1 != edb[d.pred]:
             yield span, (
                 f"#delay pattern for {d.pred} has {_n_args(len(d.pattern) + 1)}, "
                 f"but {d.pred} has arity {edb[d.pred]}"
             )
 
+
+
+def delay_warnings(prog: Program, spans: Optional[SpanTable] = None) -> list[tuple[Span, str]]:
+    """`#delay` for a predicate no rule uses: allowed (a stream is often shared by several
+    programs; its facts are accepted and ignored), but said, with a close name if any."""
+    from .declared import did_you_mean
+
+    loc = _Locator(prog, spans)
+    idb = idb_predicates(prog)
+    edb = edb_predicates(prog)
+    out = []
+    seen: set[str] = set()
+    for i, d in enumerate(prog.delays):
+        if d.pred in edb or d.pred in idb or d.pred in prog.rigid or d.pred in seen:
+            continue
+        seen.add(d.pred)
+        out.append((loc.at("delay", i),
+                    f"#delay names {d.pred}, which no rule uses: its facts will be accepted "
+                    f"and ignored{did_you_mean(d.pred, set(edb))}"))
+    return out

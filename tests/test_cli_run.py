@@ -114,3 +114,35 @@ def test_query_override_error_points_at_argument(capsys):
     assert err.startswith("--query:1:1: error: --query must name") and "#query OK" not in err
     rc, _, err = run(["check", TDL, "--query", "OK(X, Y, T)"], capsys)
     assert rc == 2 and err.startswith("--query:1:1:") and "OK(X, Y, T)" in err
+
+
+SHARED = """#query P(X, T).
+#delay A = 0.
+#delay Other = 1.
+#delay B(x, T) = 1.
+P(X, T) :- A(X, T).
+"""
+
+
+def test_facts_of_declared_unused_predicates_are_ignored_not_rejected(tmp_path, capsys):
+    """Issue 10: a stream shared by several programs: facts of a predicate this program
+    declares (#delay) but does not use are accepted and counted as ignored (exit 0); an
+    undeclared one is a rejection with a "did you mean"; `hypo check` warns at the
+    declaration."""
+    prog = tmp_path / "p.tdl"
+    prog.write_text(SHARED)
+    s = tmp_path / "s.jsonl"
+    s.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 0, "fact": "Other(a, 0)"}\n'
+                 '{"tick": 1, "fact": "B(a, 1)"}\n{"tick": 1, "fact": "Other(0)"}\n')
+    rc, out, err = run(["run", str(prog), "--stream", str(s), "--format", "jsonl"], capsys)
+    assert rc == 0, err
+    assert "p.tdl:3:8: warning: #delay names Other, which no rule uses" in err
+    assert "1 facts accepted, 0 duplicates ignored, 0 rejected, 3 ignored (B 1, Other 2" in err
+    assert json.loads(out.splitlines()[0])["status"] == "definite"
+    s.write_text('{"tick": 0, "fact": "a(a, 0)"}\n{"tick": 0, "fact": "B(a, b, 0)"}\n')
+    rc, out, err = run(["run", str(prog), "--stream", str(s), "--format", "jsonl"], capsys)
+    assert rc == 1
+    assert "unknown predicate a (EDB predicates: A) — did you mean A?" in err
+    assert "B takes 2 arguments, got 3" in err
+    rc, out, err = run(["check", str(prog)], capsys)
+    assert rc == 0 and err.count("warning:") == 2

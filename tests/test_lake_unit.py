@@ -375,3 +375,44 @@ def test_reingest_of_a_clean_slice_says_nothing_to_do(tmp_path):
     assert rc == 0 and "already ingested" in out, out
     after = api.lake_status(lake)["versions"]
     assert after["facts"] == v["facts"]
+
+
+def test_declared_unused_facts_are_ignored_in_the_lake_and_hints_match_hypo_run(tmp_path):
+    """Issue 10 in the lake: the relational validation gives `ignored` (counted, never
+    quarantined) and the same "did you mean" reasons as `hypo run`."""
+    import polars as pl
+
+    from jobs import lake as api
+    from jobs.validate import with_hints, with_reasons
+    from reasoning.columnar.backend import PolarsBackend
+    from reasoning.stream import validate
+
+    prog = tmp_path / "p.tdl"
+    prog.write_text("#query P(X, T).\n#delay A = 0.\n#delay Other = 1.\n#delay B(x, T) = 1.\n"
+                    "P(X, T) :- A(X, T).\n")
+    cp = compile_file(str(prog))
+    rows = [("A", ["a"], 0), ("Other", ["a"], 0), ("Other", [], 0), ("B", ["a"], 0),
+            ("B", ["a", "b"], 0), ("a", ["a"], 0), ("Q", ["a"], 0)]
+    df = pl.DataFrame({"tick": [0] * len(rows), "pred": [r[0] for r in rows],
+                       "args": [r[1] for r in rows], "time": [r[2] for r in rows],
+                       "source": ["s"] * len(rows), "line": list(range(len(rows))),
+                       "batch": ["b"] * len(rows)})
+    B = PolarsBackend()
+    out = with_hints(B, with_reasons(B, df, cp, 0), cp).sort("line")
+    assert out.get_column("reason_code").to_list() == [
+        None, "ignored", "ignored", "ignored", "arity", "unknown_predicate", "unknown_predicate"]
+    for (p, a, t), why in zip(rows, out.get_column("reason").to_list()):
+        assert why == validate(cp, Fact(p, tuple(a), t), 0)
+    lake = str(tmp_path / "lake")
+    api.init(lake, str(prog))
+    s = tmp_path / "s.jsonl"
+    s.write_text("".join(json.dumps({"tick": 0, "fact": f"{p}({', '.join(a + [str(t)])})"})
+                         + "\n" for p, a, t in rows))
+    api.ingest(lake, 0, [str(s)])
+    c = api.run_tick(lake, 0, executor="local")["counts"]
+    assert (c["accepted"], c["ignored"], c["rejected"]) == (1, 3, 3), c
+    q = delta.read_arrow(os.path.join(lake, "quarantine"), "quarantine",
+                         columns=["reason_code", "reason"]).to_pylist()
+    assert sorted(r["reason_code"] for r in q) == ["arity", "unknown_predicate",
+                                                    "unknown_predicate"]
+    assert any("did you mean A?" in r["reason"] for r in q)

@@ -241,8 +241,17 @@ def test_delay_on_idb_predicate():
     assert_error("Flag(X, T) :- Hot(X, T).\n#delay Flag = 2.", 2, 8, "#delay applies to stream (EDB) predicates, but Flag is defined by rules (IDB)")
 
 
-def test_delay_on_unknown_predicate():
-    assert_error("Flag(X, T) :- Hot(X, T).\n#delay Hto(wt1, T) = 2.", 2, 8, "#delay names Hto, which occurs in no rule body")
+def test_delay_on_unused_predicate_is_a_warning_with_a_hint():
+    """Issue 10: a stream shared by several programs declares predicates this one does not
+    use; a warning at the declaration (with a close name), not an error."""
+    from reasoning.wellformed import delay_warnings
+
+    text = "Flag(X, T) :- Hot(X, T).\n#delay Hto(wt1, T) = 2.\n#delay Other = 1."
+    prog, spans = parse_program_with_spans(text, FILE)
+    check_program(prog, spans)  # no error
+    (s1, m1), (s2, m2) = delay_warnings(prog, spans)
+    assert (s1.line, s1.column) == (2, 8) and "Hto, which no rule uses" in m1
+    assert "did you mean Hot?" in m1 and "did you mean" not in m2 and s2.line == 3
 
 
 def test_delay_on_rigid_predicate():
