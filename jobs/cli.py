@@ -233,11 +233,12 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"   stale (their S_τ-1 changed; re-run from {s['stale_ticks'][0]}): "
                       f"{_ranges(s['stale_ticks'])}")
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
-        out.write("  rows: " + ", ".join(f"{k} {v}" for k, v in s["rows"].items()
-                                         if k != "ticks") + "\n")
+        out.write("  rows (every partition tick=τ): " + ", ".join(
+            f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")
         if s["last"]:
             c = s["last"]["counts"]
-            out.write(f"  tick {s['last_tick']}: {c.get('answers', 0)} answers, "
+            out.write(f"  current (tick {s['last_tick']}, partition tick={s['last_tick']}): "
+                      f"{c.get('answers', 0)} answers, "
                       f"{c.get('state_rows', 0)} state rows, digest state "
                       f"{s['last']['state_digest']} answers {s['last']['answers_digest']}\n")
         q = s["quarantine"]

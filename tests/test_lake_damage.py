@@ -175,3 +175,25 @@ def test_verify_of_a_whole_lake(base):
     assert rc == 0 and "no damage found" in out, (out, err)
     rc, out, err = hypo("lake", "--lake", base, "verify", "--format", "json")
     assert rc == 0 and '"ok": true' in out
+
+
+def test_after_a_backfill_current_is_the_last_completed_partition(base, tmp_path):
+    """Issue 14.1: re-running ticks 2..3 after 0..8 leaves S_8 current: the README's view
+    (partition tick = the ticks log's last `done`) gives S_8, and `status` says so."""
+    import pyarrow.compute as pc
+
+    from jobs import delta
+
+    lake = _copy(base, tmp_path)
+    before = api_lines(lake, 8, "all", "OK(X, T)")
+    api.run_range(lake, 2, 3, executor="local")
+    ticks = delta.read_arrow(os.path.join(lake, "_hypo", "ticks"), "ticks")
+    last = max(r["tick"] for r in ticks.to_pylist() if r["phase"] == "done")
+    assert last == 8
+    state = delta.read_arrow(os.path.join(lake, "state"), "state")
+    cur = state.filter(pc.equal(state.column("tick"), last))
+    st = api.lake_status(lake)
+    assert st["last_tick"] == 8 and cur.num_rows == st["last"]["counts"]["state_rows"]
+    rc, out, _ = hypo("lake", "--lake", lake, "status")
+    assert rc == 0 and "current (tick 8, partition tick=8)" in out
+    assert api_lines(lake, 8, "all", "OK(X, T)") == before
