@@ -160,10 +160,12 @@ def t_stratify(prog: Program, preds: Iterable[str], edges: list[Edge]) -> Strati
     level: dict[str, int] = {}
     slope: dict[str, int] = {}
     phi: dict[str, int] = {}
+    by_comp: dict[int, list[Edge]] = {}
+    for e in edges:  # each edge once, under its head's component (linear in the program)
+        by_comp.setdefault(comp_of[e.head], []).append(e)
     for ci, comp in enumerate(comps):  # sinks first: dependencies already have levels
-        members = set(comp)
-        inner = [e for e in edges if e.head in members and e.body in members]
-        outer = [e for e in edges if e.head in members and e.body not in members]
+        inner = [e for e in by_comp.get(ci, ()) if comp_of[e.body] == ci]
+        outer = [e for e in by_comp.get(ci, ()) if comp_of[e.body] != ci]
         lvl = max((level[e.body] + 1 for e in outer), default=0)
         for p in comp:
             level[p] = lvl
@@ -270,6 +272,128 @@ def _time_vars(r: Rule) -> set[str]:
         if a.time is not None and a.time.var is not None:
             out.add(a.time.var)
     return out
+
+
+SEARCH_CAP = 10 ** 18  # sizes of the SLD search saturate here ("at least 10^18")
+
+
+@dataclass(frozen=True)
+class SearchSize:
+    """Static upper bounds of pre-processing's SLD search (002 §2, Example 4), unification
+    ignored: per IDB predicate and per rule, `ways` = successful derivations (the templates
+    before minimality) and `steps` = resolution steps to enumerate them; saturated at
+    SEARCH_CAP, which recursive predicates get outright (000 Example 7)."""
+
+    ways: Mapping[str, int]
+    steps: Mapping[str, int]
+    rule_ways: Mapping[int, int]
+    rule_steps: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class Blowup:
+    """Where a search size crosses a limit: the rule to blame and the size it stands for.
+    `alternatives`: no single rule crosses it, the rules of `pred` together do (the span
+    is the rule at which their running total crosses it)."""
+
+    rule_index: int
+    pred: str
+    size: int
+    alternatives: bool
+    n_rules: int
+
+
+def _sat(n: int) -> int:
+    """A search size, saturated at SEARCH_CAP (products of sizes stay small integers)."""
+    return min(n, SEARCH_CAP)
+
+
+def search_size(prog: Program, idb: Iterable[str]) -> SearchSize:
+    """Count derivations and resolution steps bottom-up over the positive IDB dependencies
+    (linear in the program; the search of pre-processing is exponential in the worst case)."""
+    idb = set(idb)
+    by_pred = _rules_by_head(prog)
+    n_facts: dict[str, int] = {}
+    for f in prog.facts:
+        n_facts[f.head.pred] = n_facts.get(f.head.pred, 0) + 1
+    succ = {p: sorted({l.atom.pred for i in by_pred.get(p, ()) for l in prog.rules[i].body
+                       if l.positive and l.atom.pred in idb}) for p in idb}
+    ways: dict[str, int] = {}
+    steps: dict[str, int] = {}
+    rule_ways: dict[int, int] = {}
+    rule_steps: dict[int, int] = {}
+    for comp in _sccs(sorted(succ), succ):  # sinks first
+        if len(comp) > 1 or comp[0] in succ[comp[0]]:  # positive recursion: unbounded
+            for p in comp:
+                ways[p] = steps[p] = SEARCH_CAP
+                for i in by_pred.get(p, ()):
+                    rule_ways[i] = rule_steps[i] = SEARCH_CAP
+            continue
+        p = comp[0]
+        for i in by_pred.get(p, ()):
+            rule_ways[i], rule_steps[i] = _rule_size(prog.rules[i], ways, steps, n_facts, prog)
+        ways[p] = _sat(sum(rule_ways[i] for i in by_pred.get(p, ())))
+        steps[p] = _sat(sum(rule_steps[i] for i in by_pred.get(p, ())))
+    return SearchSize(ways, steps, rule_ways, rule_steps)
+
+
+def _rules_by_head(prog: Program) -> dict[str, list[int]]:
+    """Indices of the rules with a body, by head predicate."""
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(prog.rules):
+        if r.body:
+            out.setdefault(r.head.pred, []).append(i)
+    return out
+
+
+def _rule_size(r: Rule, ways: Mapping[str, int], steps: Mapping[str, int],
+               n_facts: Mapping[str, int], prog: Program) -> tuple[int, int]:
+    """(derivations, steps) of resolving an atom with `r`: the body's conjunction costs
+    steps(L1) + ways(L1) · steps(L2 … Ln) (SLD, leftmost selection)."""
+    w, st = 1, 0
+    for lit in reversed(r.body):
+        q = lit.atom.pred
+        if not lit.positive:
+            continue
+        if q in ways:
+            w, st = _sat(w * ways[q]), _sat(steps[q] + ways[q] * st)
+        elif q in prog.rigid:
+            k = n_facts.get(q, 0)
+            w, st = _sat(w * k), _sat(1 + k * st)
+    return w, _sat(1 + st)
+
+
+def blowup(prog: Program, size: SearchSize, pred: str, limit: int, kind: str = "ways") -> Blowup:
+    """The rule that makes the search from `pred` exceed `limit` (`kind`: ways or steps):
+    follow the largest rule down while one of its body predicates alone exceeds the limit."""
+    per_pred, per_rule = (size.ways, size.rule_ways) if kind == "ways" else \
+        (size.steps, size.rule_steps)
+    by_pred = _rules_by_head(prog)
+    seen: set[str] = set()
+    while pred not in seen and by_pred.get(pred):
+        seen.add(pred)
+        rules = by_pred[pred]
+        worst = max(rules, key=lambda i: per_rule.get(i, 0))
+        if per_rule.get(worst, 0) <= limit:
+            return _crossing(rules, per_rule, pred, limit, per_pred.get(pred, 0))
+        heavy = [l.atom.pred for l in prog.rules[worst].body
+                 if l.positive and per_pred.get(l.atom.pred, 0) > limit]
+        if not heavy or heavy[0] in seen:
+            return Blowup(worst, pred, per_rule[worst], False, len(rules))
+        pred = heavy[0]
+    rules = by_pred.get(pred) or [0]
+    return Blowup(rules[0], pred, per_pred.get(pred, 0), True, len(rules))
+
+
+def _crossing(rules: list[int], per_rule: Mapping[int, int], pred: str, limit: int,
+              total: int) -> Blowup:
+    """The rule of `pred` at which the running total of its rules' sizes exceeds `limit`."""
+    acc = 0
+    for i in rules:
+        acc += per_rule.get(i, 0)
+        if acc > limit:
+            return Blowup(i, pred, total, True, len(rules))
+    return Blowup(rules[0], pred, total, True, len(rules))
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,21 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
+from .analysis import SEARCH_CAP, blowup, search_size
 from .errors import ProgramError
 from .syntax import Atom, Const, Literal, Program, Rule, Span, Time, Var
 
 Term = Union[Var, Const, Time]
 Subst = dict[str, Term]
 
-MAX_TEMPLATES = 20000
+# Budgets of the SLD search, checked while it runs (issue 11): P_Q has at most MAX_TEMPLATES
+# templates; a query gets MAX_STEPS resolution steps plus STEPS_PER_LITERAL per body literal
+# of the program (linear pre-processing of any program fits, exponential searches stop within
+# seconds); a derivation is at most (number of IDB predicates + MAX_DEPTH) levels deep, which
+# only a recursive program reaches (000 Example 7).
+MAX_TEMPLATES = 4096
+MAX_STEPS = 200_000
+STEPS_PER_LITERAL = 8
 MAX_DEPTH = 200
 
 
@@ -138,13 +146,8 @@ def apply_atom(a: Atom, s: Subst) -> Atom:
 
 def rename_rule(r: Rule, n: int) -> Rule:
     """α-rename a rule apart with suffix `#n`."""
-    def ren(a: Atom) -> Atom:
-        args = tuple(Var(f"{t.name}#{n}") if isinstance(t, Var) else t for t in a.args)
-        tm = a.time
-        if tm is not None and tm.var is not None:
-            tm = Time(f"{tm.var}#{n}", tm.offset)
-        return Atom(a.pred, args, tm)
-    return Rule(ren(r.head), tuple(Literal(ren(l.atom), l.positive) for l in r.body), r.span)
+    return Rule(_renamed(r.head, n), tuple(Literal(_renamed(l.atom, n), l.positive)
+                                           for l in r.body), r.span)
 
 
 # ---------------------------------------------------------------- templates
@@ -153,28 +156,107 @@ def _negative_time(a: Atom) -> bool:
     return a.time is not None and a.time.var is None and a.time.offset < 0
 
 
-def _subsumes(a: Template, b: Template) -> bool:
+def _subsumes(a: Template, b: Template, index: Optional["_Index"] = None) -> bool:
     """∃ρ: head_a ρ = head_b and H_a ρ ⊆ H_b (one-way matching, 000 Example 6).  A template
-    restricted by nogoods or time bounds covers fewer instances: it subsumes nothing."""
+    restricted by nogoods or time bounds covers fewer instances: it subsumes nothing.
+    Literals sharing no variable unbound by the head are matched independently, each group
+    by backtracking with an explicit stack (no recursion limit at any size)."""
     if a.nogoods or a.time_min:
         return False
     s = _match_atom(a.head, b.head, {})
     if s is None:
         return False
+    index = _Index.of(b) if index is None else index
+    groups = _independent_groups(a.literals, s)
+    return all(_match_all(group, index, s) for group in groups)
 
-    def go(i: int, s: Subst) -> bool:
-        if i == len(a.literals):
-            return True
-        la = a.literals[i]
-        for lb in b.literals:
-            if la.positive != lb.positive:
-                continue
-            s2 = _match_atom(la.atom, lb.atom, s)
-            if s2 is not None and go(i + 1, s2):
-                return True
+
+def _independent_groups(lits: tuple[Literal, ...], s: Subst) -> list[list[Literal]]:
+    """Literals grouped by shared variables not bound in `s` (union-find), groups without
+    such variables first (they are mere look-ups)."""
+    parent: dict[str, str] = {}
+
+    def find(v: str) -> str:
+        while parent.setdefault(v, v) != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    free = [[v for v in l.atom.variables() if v not in s] for l in lits]
+    for vs in free:
+        for v in vs[1:]:
+            parent[find(v)] = find(vs[0])
+    lookups: list[list[Literal]] = []
+    linked: dict[str, list[Literal]] = {}
+    for l, vs in zip(lits, free):
+        if vs:
+            linked.setdefault(find(vs[0]), []).append(l)
+        else:
+            lookups.append([l])
+    return lookups + list(linked.values())
+
+
+def _match_all(lits: list[Literal], index: "_Index", s: Subst) -> bool:
+    """∃ρ ⊇ s mapping every literal of `lits` onto an indexed atom (backtracking; a
+    literal bound by `s` alone is looked up)."""
+    if len(lits) == 1 and all(v in s for v in lits[0].atom.variables()):
+        inst = _instance(lits[0].atom, s)
+        return inst is not None and Literal(inst, lits[0].positive) in index.literals
+    cands = [index.by_pred.get((l.positive, l.atom.pred), ()) for l in lits]
+    if not all(cands):
         return False
+    frames = [[s, 0]]  # per matched prefix: substitution, next candidate of the next literal
+    while frames:
+        i = len(frames) - 1
+        if i == len(lits):
+            return True
+        frame = frames[-1]
+        s2 = None
+        while s2 is None and frame[1] < len(cands[i]):
+            s2 = _match_atom(lits[i].atom, cands[i][frame[1]], frame[0])
+            frame[1] += 1
+        if s2 is None:
+            frames.pop()
+        else:
+            frames.append([s2, 0])
+    return False
 
-    return go(0, s)
+
+@dataclass(frozen=True)
+class _Index:
+    """The hypotheses H of a template, by (polarity, predicate) and as a set: the
+    candidates of one-way matching (000 Example 6)."""
+
+    by_pred: Mapping[tuple[bool, str], list[Atom]]
+    literals: frozenset[Literal]
+
+    @staticmethod
+    def of(t: Template) -> "_Index":
+        by_pred: dict[tuple[bool, str], list[Atom]] = {}
+        for l in t.literals:
+            by_pred.setdefault((l.positive, l.atom.pred), []).append(l.atom)
+        return _Index(by_pred, frozenset(t.literals))
+
+
+def _instance(p: Atom, s: Subst) -> Optional[Atom]:
+    """pρ for a pattern whose variables `s` binds: the one atom _match_atom(p, ·, s) accepts
+    (None if `s` binds its time variable to an object term: it accepts none)."""
+    args = tuple(s[t.name] if isinstance(t, Var) else t for t in p.args)
+    tm = p.time
+    if tm is not None and tm.var is not None:
+        b = s[tm.var]
+        if not isinstance(b, Time):
+            return None
+        tm = Time(b.var, b.offset + tm.offset)
+    return Atom(p.pred, args, tm)  # type: ignore[arg-type]
+
+
+def _signature(t: Template) -> frozenset:
+    """The (polarity, predicate) pairs and the object constants of H: matching maps both
+    to themselves, so u subsumes t only if sig(u) ⊆ sig(t)."""
+    preds = ((l.positive, l.atom.pred) for l in t.literals)
+    consts = (a for l in t.literals for a in l.atom.args if isinstance(a, Const))
+    return frozenset((*preds, *consts))
 
 
 def _match_atom(p: Atom, t: Atom, s: Subst) -> Optional[Subst]:
@@ -210,21 +292,21 @@ def _match_atom(p: Atom, t: Atom, s: Subst) -> Optional[Subst]:
 
 def _readable(head: Atom, lits: list[Literal], nogoods: list, keep: set[str], probe: Atom):
     """Rename resolution variables (`X#3`) to short readable names; keep query variables."""
-    names: list[str] = []
-    for a in [head] + [l.atom for l in lits] + [probe]:
-        for v in a.variables():
-            if v not in names:
-                names.append(v)
+    names = list(dict.fromkeys(
+        v for a in [head] + [l.atom for l in lits] + [probe] for v in a.variables()))
     used = set(n for n in names if n in keep)
     ren: dict[str, str] = {}
+    tried: dict[str, int] = {}  # base -> last suffix tried (`used` only grows: linear)
     for v in names:
         if v in keep:
             continue
         base = v.split("#")[0]
-        cand, i = base, 1
+        i = tried.get(base, 0)
+        cand = f"{base}{i}" if i else base
         while cand in used:
-            cand = f"{base}{i}"
             i += 1
+            cand = f"{base}{i}"
+        tried[base] = i
         used.add(cand)
         ren[v] = cand
 
@@ -236,6 +318,8 @@ def _readable(head: Atom, lits: list[Literal], nogoods: list, keep: set[str], pr
         return Atom(a.pred, args, tm)
 
     ng = [tuple(sorted((ren.get(v, v), c) for v, c in n)) for n in nogoods]
+    if not ren:
+        return head, lits, ng, probe
     return (r_atom(head), [Literal(r_atom(l.atom), l.positive) for l in lits], ng,
             r_atom(probe))
 
@@ -260,49 +344,96 @@ class Preprocessor:
         for f in prog.facts:
             self.rigid_facts.setdefault(f.head.pred, []).append(f.head)
         self.counter = itertools.count(1)
+        self.max_steps = MAX_STEPS + STEPS_PER_LITERAL * sum(len(r.body) for r in prog.rules)
+        self.max_height = len(self.rules_by_pred) + MAX_DEPTH
 
     def templates(self, query: Atom, span: Span) -> tuple[Template, ...]:
         """P_Q: all minimal ⟨θ, H⟩ of SLD-derivations from ¬query (Algorithm: pre-processing)."""
         qvars = set(query.variables())
-        done: list[Template] = []
-        stack: list[tuple[tuple[Literal, ...], Subst, int, tuple]] = [
-            ((Literal(query),), {}, 0, ())]
+        done = (self._finish(query, qvars, _unreverse(kept), s, _unreverse(resolved))
+                for kept, s, resolved in self._derivations(query, span))
+        return self._minimal([t for t in done if t is not None])
+
+    def _derivations(self, query: Atom, span: Span) -> list[tuple]:
+        """The successful SLD-derivations from ¬query (002 §2, Example 4) as (kept, θ,
+        resolved times), depth first, within the budgets (checked at every step).
+
+        A goal is split into `kept` (its literals before the selected one, none selectable:
+        EDB or negated; a reversed cons list) and `todo` (a cons list of (literal, level,
+        rule that introduced it)), so a resolution step costs the size of the rule's body,
+        not of the goal."""
+        leaves: list[tuple] = []
+        stack: list[tuple] = [((Literal(query), 0, None, None), None, {}, None)]
+        steps = 0
         while stack:
-            goal, s, depth, resolved = stack.pop()
-            if depth > MAX_DEPTH or len(done) > MAX_TEMPLATES:
-                raise ProgramError(
-                    f"pre-processing of {query} does not terminate (more than "
-                    f"{MAX_DEPTH} resolution steps or {MAX_TEMPLATES} templates)",
-                    span, self.prog.source,
-                )
-            idx = next(
-                (i for i, l in enumerate(goal)
-                 if l.positive and (l.atom.pred in self.idb or l.atom.pred in self.rigid)),
-                None,
-            )
-            if idx is None:
-                t = self._finish(query, qvars, goal, s, resolved)
-                if t is not None:
-                    done.append(t)
+            todo, kept, s, resolved = stack.pop()
+            steps += 1
+            if steps > self.max_steps:
+                raise self._budget_error(query, span, "steps", self.max_steps)
+            while todo is not None and not self._selectable(todo[0]):
+                kept, todo = (todo[0], kept), todo[3]
+            if todo is not None:
+                stack.extend(self._expand(query, span, todo, kept, s, resolved))
                 continue
-            sel = apply_atom(goal[idx].atom, s)
-            rest_before, rest_after = goal[:idx], goal[idx + 1:]
-            if sel.time is not None:
-                resolved = resolved + (sel.time,)
-            if sel.pred in self.rigid:
-                for fact in self.rigid_facts.get(sel.pred, []):
-                    s2 = unify_atoms(sel, fact, s, set())
-                    if s2 is not None:
-                        stack.append((rest_before + rest_after, s2, depth + 1, resolved))
-                continue
-            for rule in reversed(self.rules_by_pred.get(sel.pred, [])):
-                rr = rename_rule(rule, next(self.counter))
-                prefer = rr.variables()
-                s2 = unify_atoms(sel, rr.head, s, prefer)
-                if s2 is None:
-                    continue
-                stack.append((rest_before + rr.body + rest_after, s2, depth + 1, resolved))
-        return self._minimal(done)
+            leaves.append((kept, s, resolved))
+            if len(leaves) > MAX_TEMPLATES:
+                raise self._budget_error(query, span, "ways", MAX_TEMPLATES)
+        return leaves
+
+    def _expand(self, query: Atom, span: Span, todo: tuple, kept, s: Subst,
+                resolved) -> list[tuple]:
+        """The goals after resolving the selected literal with every fact or rule (in
+        reverse, so the first rule is searched first)."""
+        lit, level, origin, rest = todo
+        sel = apply_atom(lit.atom, s)
+        if sel.time is not None:
+            resolved = (sel.time, resolved)
+        if sel.pred in self.rigid:
+            unified = (unify_atoms(sel, f, s, set()) for f in self.rigid_facts.get(sel.pred, []))
+            return [(rest, kept, s2, resolved) for s2 in unified if s2 is not None]
+        if level >= self.max_height:
+            raise self._nontermination_error(query, span, origin)
+        out = []
+        for rule in reversed(self.rules_by_pred.get(sel.pred, [])):
+            step = _resolve(sel, rule, next(self.counter), s)
+            if step is not None:
+                out.append((_push(step[0], level + 1, rule, rest), kept, step[1], resolved))
+        return out
+
+    def _selectable(self, l: Literal) -> bool:
+        """Positive IDB or rigid literals are resolved; EDB and negated ones are hypotheses."""
+        return l.positive and (l.atom.pred in self.idb or l.atom.pred in self.rigid)
+
+    def _budget_error(self, query: Atom, span: Span, kind: str, limit: int) -> ProgramError:
+        """The search exceeds a budget: blame the rule whose alternatives multiply (issue 11)."""
+        b = blowup(self.prog, search_size(self.prog, self.idb), query.pred, limit, kind)
+        if kind == "ways":
+            what, unit, effect = "templates", "derivations", "P_Q would be too large"
+        else:
+            what, unit, effect = ("resolution steps", "resolution steps",
+                                  "the search for P_Q would not end in reasonable time")
+        if b.alternatives:
+            why = (f"{b.pred} has {_count(b.size)} {unit} through its {b.n_rules} rules "
+                   f"(the budget is crossed at this one)")
+        else:
+            why = (f"this rule alone has {_count(b.size)} {unit}, its body atoms' "
+                   f"alternatives multiplied")
+        rule = self.prog.rules[b.rule_index]
+        return ProgramError(
+            f"pre-processing of {query} exceeds the budget of {limit} {what} ({effect}, "
+            f"002 §2): {why}",
+            rule.span if rule.span.line else span, self.prog.source,
+        )
+
+    def _nontermination_error(self, query: Atom, span: Span,
+                              origin: Optional[Rule]) -> ProgramError:
+        """A derivation deeper than any nonrecursive program's: recursion (000 Example 7)."""
+        return ProgramError(
+            f"pre-processing of {query} does not terminate (a derivation more than "
+            f"{self.max_height} resolution levels deep, through this rule; 000 Example 7)",
+            origin.span if origin is not None and origin.span.line else span,
+            self.prog.source,
+        )
 
     def _finish(self, query: Atom, qvars: set[str], goal, s: Subst,
                 resolved: tuple = ()) -> Optional[Template]:
@@ -336,9 +467,8 @@ class Preprocessor:
                         return None  # the negated rigid atom is a fact: derivation fails
                     nogoods.append(pairs)
                 continue
-            lit = Literal(a, l.positive)
-            if lit not in lits:
-                lits.append(lit)
+            lits.append(Literal(a, l.positive))
+        lits = list(dict.fromkeys(lits))
         pos = {l.atom for l in lits if l.positive}
         if any((not l.positive) and l.atom in pos for l in lits):
             return None  # inconsistent hypotheses
@@ -365,22 +495,94 @@ class Preprocessor:
         return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min)
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
-        uniq: list[Template] = []
-        for t in ts:
-            if t not in uniq:
-                uniq.append(t)
-        out = []
-        for i, t in enumerate(uniq):
-            dominated = False
-            for j, u in enumerate(uniq):
-                if i == j or not _subsumes(u, t):
-                    continue
-                if not _subsumes(t, u) or j < i:  # strictly smaller, or an equivalent earlier one
-                    dominated = True
-                    break
-            if not dominated:
-                out.append(t)
-        return tuple(out)
+        """Minimal hypothesis sets (000 Example 6): drop a template subsumed by a strictly
+        more general one, or by an equivalent earlier one."""
+        uniq = list(dict.fromkeys(ts))
+        sigs = [_signature(t) for t in uniq]
+        by_sig: dict[frozenset, list[int]] = {}
+        for i, g in enumerate(sigs):
+            by_sig.setdefault(g, []).append(i)
+        shorter = sorted(by_sig, key=len)
+        indexes: dict[int, _Index] = {}
+        return tuple(
+            t for i, t in enumerate(uniq)
+            if not any(self._dominated(uniq, indexes, j, i)
+                       for j in _candidates(i, sigs, by_sig, shorter))
+        )
+
+    @staticmethod
+    def _dominated(uniq: list[Template], indexes: dict[int, _Index], j: int, i: int) -> bool:
+        """Template j subsumes template i, strictly or being an equivalent earlier one."""
+        if i == j:
+            return False
+        t, u = uniq[i], uniq[j]
+        if not _subsumes(u, t, _index_of(indexes, uniq, i)):
+            return False
+        return j < i or not _subsumes(t, u, _index_of(indexes, uniq, j))
+
+
+def _candidates(i: int, sigs: list, by_sig: dict, shorter: list):
+    """Templates that may subsume template i: same signature, or a strictly smaller one
+    contained in it (a subset of equal size is the same set)."""
+    yield from by_sig[sigs[i]]
+    for g in shorter:
+        if len(g) >= len(sigs[i]):
+            break
+        if g <= sigs[i]:
+            yield from by_sig[g]
+
+
+def _index_of(indexes: dict[int, _Index], uniq: list[Template], i: int) -> _Index:
+    """The literal index of template i, built once."""
+    if i not in indexes:
+        indexes[i] = _Index.of(uniq[i])
+    return indexes[i]
+
+
+def _resolve(sel: Atom, rule: Rule, n: int, s: Subst):
+    """One SLD step: unify the selected atom with the head of `rule` renamed apart (suffix
+    `#n`, Lemma 5) and return the rule's body instantiated, with the substitution rid of the
+    head's variables (they occur nowhere else now), so it stays as small as the goal's."""
+    head = _renamed(rule.head, n)
+    fresh = set(head.variables())
+    s2 = unify_atoms(sel, head, s, fresh)
+    if s2 is None:
+        return None
+    body = tuple(Literal(apply_atom(_renamed(l.atom, n), s2), l.positive) for l in rule.body)
+    for v in fresh:
+        s2.pop(v, None)
+    return body, s2
+
+
+def _renamed(a: Atom, n: int) -> Atom:
+    """An atom of a rule with its variables suffixed `#n`."""
+    args = tuple(Var(f"{t.name}#{n}") if isinstance(t, Var) else t for t in a.args)
+    tm = a.time
+    if tm is not None and tm.var is not None:
+        tm = Time(f"{tm.var}#{n}", tm.offset)
+    return Atom(a.pred, args, tm)
+
+
+def _push(body: tuple[Literal, ...], level: int, rule: Rule, rest):
+    """Cons the body literals (in order) in front of `rest`."""
+    for l in reversed(body):
+        rest = (l, level, rule, rest)
+    return rest
+
+
+def _unreverse(cons) -> list:
+    """The items of a reversed cons list (x, next), in the order they were consed."""
+    out = []
+    while cons is not None:
+        out.append(cons[0])
+        cons = cons[1]
+    out.reverse()
+    return out
+
+
+def _count(n: int) -> str:
+    """A search size for messages; saturated sizes read "at least 10^18"."""
+    return "at least 10^18" if n >= SEARCH_CAP else str(n)
 
 
 def _term_of(query: Atom, head: Atom, v: str) -> Optional[str]:
