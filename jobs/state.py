@@ -66,6 +66,10 @@ def state_frame(B, eng, cp: CompiledProgram):
                  "args": B.typed_list([B.col(acol(i)) for i in range(n)], OBJ),
                  "time": B.col("t"), "wexp": B.col("wexp")}
         parts.append(B.select(w, [B.alias(items.get(c, null[c]), c) for c in COLS]))
+    heads = [{"kind": "answered", "pred": p, "args": list(a), "time": t, "wexp": until}
+             for p, a, t, until in eng.answered.items()]
+    if heads:  # definite heads remembered for exact answers (reasoning/exact.py, Answered)
+        parts.append(B.from_rows(heads, {c: STATE_KINDS[c] for c in COLS}))
     parts.append(B.from_rows([{"kind": "meta", "info": meta_info(cp)}],
                              {c: STATE_KINDS[c] for c in COLS}))
     return B.concat(parts)
@@ -101,6 +105,9 @@ def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
         eng.W[p] = B.materialize(B.select(w, [B.alias(B.get_item(B.col("args"), i), acol(i))
                                               for i in range(n)] +
                                           [B.alias(B.col("time"), "t"), B.col("wexp")]))
+    heads = B.filter(df, B.col("kind") == B.lit("answered", OBJ))
+    eng.answered.load((r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(
+        B.select(heads, [B.col("pred"), B.col("args"), B.col("time")])))
     eng.tau = tick
 
 
@@ -142,8 +149,16 @@ def rows_to_answers(cp: CompiledProgram, rows: Iterable[dict]) -> tuple[list, li
     return answers, window
 
 
-def answer_state_rows(eng, answers: list, window: list, cp: CompiledProgram) -> list[dict]:
-    """State rows (dicts) for Answers and window facts, exp/dlp/unb recomputed (migration)."""
+def rows_to_answered(rows: Iterable[dict]) -> list[tuple]:
+    """(pred, args, time) of the remembered definite heads in state rows (exact.py)."""
+    return [(r["pred"], tuple(r["args"]), int(r["time"])) for r in rows
+            if r["kind"] == "answered"]
+
+
+def answer_state_rows(eng, answers: list, window: list, cp: CompiledProgram,
+                      answered: Iterable[tuple] = ()) -> list[dict]:
+    """State rows (dicts) for Answers, window facts and remembered definite heads
+    (pred, args, time, until), exp/dlp/unb recomputed (migration, the row executor)."""
     from reasoning.columnar.fallback import row_meta
 
     out = []
@@ -163,5 +178,8 @@ def answer_state_rows(eng, answers: list, window: list, cp: CompiledProgram) -> 
     for f in window:
         out.append({"kind": "fact", "pred": f.pred, "args": list(f.args), "time": f.time,
                     "wexp": f.time + cp.delays.ground(f.pred, f.args)})
+    for p, args, t, until in answered:
+        out.append({"kind": "answered", "pred": p, "args": list(args), "time": t,
+                    "wexp": until})
     out.append({"kind": "meta", "info": meta_info(cp)})
     return [{c: r.get(c) for c in COLS} for r in out]

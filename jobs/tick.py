@@ -413,7 +413,8 @@ def _row_executor(B, ctx: TickContext, prev, good):
     from reasoning.patterns import Fact
     from reasoning.session import answers_at
 
-    from .state import STATE_KINDS, answer_state_rows, check_meta, rows_to_answers
+    from .state import (STATE_KINDS, answer_state_rows, check_meta, rows_to_answered,
+                        rows_to_answers)
 
     cp, tau = ctx.cp, ctx.tau
     eng = Engine(cp)
@@ -427,6 +428,7 @@ def _row_executor(B, ctx: TickContext, prev, good):
             eng.window_expiry[f.time + cp.delays.ground(f.pred, f.args)].add(f)
         for a in answers:
             eng.add(a, tau - 1)
+        eng.answered.load(rows_to_answered(rows))
         eng._info.clear()
         eng.fresh_definite = set()
         for a in [a for a in eng.answers if eng.is_definite(a)]:
@@ -454,7 +456,7 @@ def _row_executor(B, ctx: TickContext, prev, good):
     answers_df = B.from_rows(arows, schema) if arows else None
     col = ColumnarEngine(cp)
     window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
-    srows = answer_state_rows(col, list(eng.answers), window, cp)
+    srows = answer_state_rows(col, list(eng.answers), window, cp, eng.answered.items())
     state_df = B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
     return state_df, answers_df
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional
 
 from .compiler import CompiledProgram
+from .exact import Answered, Exactness
 from .patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
 from .regions import TRUE, cover_of, partition
 
@@ -97,6 +98,17 @@ class Engine:
         ]
         self.retention = self._retention()
         self._delay_cache: dict = {}
+        self.exact = Exactness(self.templates, self.delays, cp.analysis.rigid)
+        self.answered = Answered(self.exact.horizons())  # definite heads (exact.py)
+        # watched answers (may_ng) and ground answers checked once when new: those of a
+        # template with negation (a piece of step 3 may wait for an arrived fact) or whose
+        # head predicate's definite heads are remembered
+        self._track = [self.exact.may_ng[tp.tid] or (len(tp.lits) > 1 and (
+            bool(tp.neg) or tp.head.pred in self.answered.horizons)) for tp in self.templates]
+        self._born_check = [len(tp.lits) > 1 and (
+            bool(tp.neg) or tp.head.pred in self.answered.horizons) for tp in self.templates]
+        self.watch: set[Answer] = set()  # answers exact refinement may change (exact.py)
+        self._born: set[Answer] = set()  # watched answers added this tick
 
     # ------------------------------------------------------------------ δ, future-possible
 
@@ -151,6 +163,12 @@ class Engine:
         for index, key in entries:
             index[key].add(a)
         self._entries[a] = entries
+        if self._track[a.tid] and a.ev and len(a.ev) < len(tp.lits):
+            if self.exact.watched(tp, a.b, a.ev):
+                self.watch.add(a)
+                self._born.add(a)
+            elif ht is not None and None not in hargs and self._born_check[a.tid]:
+                self._born.add(a)  # checked once (exact.py): answered, or fact arrived
         return True
 
     def remove(self, a: Answer) -> None:
@@ -159,6 +177,8 @@ class Engine:
             return
         self.answers.discard(a)
         self.fresh_definite.discard(a)
+        self.watch.discard(a)
+        self._born.discard(a)
         for index, key in self._entries.pop(a):
             s = index.get(key)
             if s is not None:
@@ -302,6 +322,7 @@ class Engine:
             raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
         rep = TickReport(tau)
         self.fresh_definite = set()
+        self._born = set()
         slice_: dict = defaultdict(set)  # (pred, t) -> args: D|τ
         slice_p: dict = defaultdict(list)  # pred -> [(args, t)]
         dt: list[Fact] = []
@@ -401,9 +422,11 @@ class Engine:
         self._info.clear()
         # step 2: answers for every query at T := τ (so absence later means refutation)
         for tp in self.templates:
-            self._step2(tp, tau)
+            self._step2(tp, tau, in_both)
         # step 3: negated hypotheses, in the topological order of the p_t
         self._step3(tau)
+        # exact instances of the waiting answers (exact.py)
+        self._exact(tau, slice_)
         # window update: facts of D|τ that may still be matched as hypotheses
         for f in dt:
             d = self.delays.ground(f.pred, f.args)
@@ -423,9 +446,75 @@ class Engine:
         rep.state_size = len(self.answers)
         return rep
 
-    def _step2(self, tp: ETemplate, tau: int) -> None:
+    def _exact(self, tau: int, slice_: dict) -> None:
+        """Restrict every watched answer to its exact instances (exact.py): an answer new
+        at τ is checked against W ∪ D|τ and every remembered definite head, an older one
+        against D|τ and the heads definite at τ; both against the δ of their hypotheses'
+        instances."""
+        ans = self.answered
+        fresh: dict = defaultdict(list)
+        if ans.horizons:
+            ans.expire(tau)
+        for d in (self.fresh_definite if ans.horizons else ()):
+            tp = self.templates[d.tid]
+            if tp.head.pred not in ans.horizons:
+                continue
+            hargs, ht = tp.head.instantiate(d.b)
+            if ht is not None and None not in hargs:
+                fresh[(tp.head.pred, ht)].append(hargs)
+                ans.add(tp.head.pred, hargs, ht)
+        # answers with evidence whose ground head is already a definite answer (minimality)
+        for (pred, ht), hs in fresh.items():
+            for hargs in hs:
+                for o in list(self.head_ground.get((pred, hargs, ht), ())):
+                    if o.ev and not self.is_definite(o):
+                        self.remove(o)
+        def arrived_new(pred, t):
+            return slice_.get((pred, t), ())
+
+        def arrived_all(pred, t):
+            return list(slice_.get((pred, t), ())) + list(self.window.get((pred, t), ()))
+
+        def has_new(pred, args, t):
+            return args in slice_.get((pred, t), ())
+
+        def has_all(pred, args, t):
+            return args in slice_.get((pred, t), ()) or args in self.window.get((pred, t), ())
+
+        for a in self._born - self.watch:
+            # a ground answer new at τ: already answered, or waiting for an arrived fact
+            tp = self.templates[a.tid]
+            hargs, ht = tp.head.instantiate(a.b)
+            if hargs in ans.get(tp.head.pred, ht) or self.exact.refine(
+                    tp, a.b, a.ev, a.ng, tau, arrived_all, ans.get, has_all) == []:
+                self.remove(a)
+        if not self.watch:
+            return
+
+        def definite_new(pred, t):
+            return fresh.get((pred, t), ())
+
+        for a in list(self.watch):
+            if a not in self.answers:
+                continue
+            tp = self.templates[a.tid]
+            new = a in self._born
+            pieces = self.exact.refine(tp, a.b, a.ev, a.ng, tau,
+                                       arrived_all if new else arrived_new,
+                                       ans.get if new else definite_new,
+                                       has_all if new else has_new)
+            if pieces is None:
+                continue
+            self.remove(a)
+            for b, ng in pieces:
+                na = self._finish(tp, b, a.ev, ng, tau)
+                if na is not None:
+                    self.add(na, tau)
+        self._info.clear()
+
+    def _step2(self, tp: ETemplate, tau: int, present=None) -> None:
         """Algorithm 1, step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if every positive
-        element of Hσ is potentially future (w.r.t. τ)."""
+        element of Hσ is potentially future (w.r.t. τ) and none has arrived (exact.py)."""
         h = tp.head
         b = list(tp.empty_binding())
         if h.tvar is None:
@@ -434,6 +523,8 @@ class Engine:
         else:
             b[h.tvar] = tau - h.toff  # the variable may be negative, the head time is τ
         b = tuple(b)
+        if present is not None and self.exact.arrived_ground(tp, b, present):
+            return
         a = self._finish(tp, b, frozenset(), tp.nogoods, tau)
         if a is not None:
             if a not in self.answers:

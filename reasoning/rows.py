@@ -12,7 +12,7 @@ from .patterns import Fact
 
 # column -> type (documented in README "The lake tables: state")
 STATE_COLUMNS = {
-    "kind": "string",  # "answer" | "fact" (a fact of the window W) | "meta"
+    "kind": "string",  # "answer" | "fact" (a fact of W) | "answered" (exact.py) | "meta"
     "tick": "long",  # τ of S_τ
     "qid": "long",
     "template": "long",
@@ -84,6 +84,10 @@ def to_rows(eng: Engine, key_of=None) -> list[dict[str, Any]]:
         for args in sorted(s):
             f = Fact(pred, args, t)
             rows.append(fact_row(f, tick, key_of(eng, f) if key_of else None))
+    for pred, args, t, _ in eng.answered.items():  # definite heads remembered (exact.py)
+        row = fact_row(Fact(pred, args, t), tick)
+        row.update(kind="answered", hypotheses=None)
+        rows.append(row)
     return rows
 
 
@@ -97,6 +101,9 @@ def load_rows(cp: CompiledProgram, rows: Iterable[dict[str, Any]], tick: int,
         if kind == "meta":
             if r["query"] != cp.text_hash:
                 raise ValueError("state was written by a different program (hash mismatch)")
+            continue
+        if kind == "answered":
+            eng.answered.add(r["pred"], tuple(r["args"]), int(r["time"]))
             continue
         if kind == "fact":
             f = Fact(r["pred"], tuple(r["args"]), int(r["time"]))

@@ -134,6 +134,7 @@ class Session:
         self.col.load_answers(list(row.answers), row.tau)
         self.col.load_window([Fact(p, args, t) for (p, t), s in row.window.items()
                               for args in s])
+        self.col.answered.load((p, a, t) for p, a, t, _ in row.answered.items())
         self.row = None
         self.ex = None
 

@@ -176,6 +176,7 @@ def test_columnar_state_roundtrip_is_the_same_update(case):
             eng2 = ColumnarEngine(cp)
             eng2.load_answers(eng.answers(), tau - 1)
             eng2.load_window(eng.window_facts())
+            eng2.answered.load((p, a, t) for p, a, t, _ in eng.answered.items())
             rep2 = eng2.step(facts, tau)
         rep = eng.step(facts, tau)
         if tau:

@@ -33,6 +33,7 @@ from ..engine import TickReport
 from ..patterns import ETemplate, Fact, LitPattern, compile_templates
 from .backend import PolarsBackend
 from .delays import COL, CONST, DelayPlan
+from .exactrows import ExactPass
 from .layout import (BOOL, INT, MAX_LITERALS, META, META_KINDS, OBJ, Layout, acol,
                      encode_nogoods, fact_schema, facts_by_pred, row_to_answer, vcol)
 from .unify import cover_spec, ground_under, literal_vars, match_spec
@@ -89,10 +90,13 @@ class ColumnarEngine:
         # static facts that spare looking at the data: which templates' answers can carry
         # nogoods at all (template nogoods, or pieces of step 3 on a negated literal), and
         # whether a nogood on several variables can arise anywhere
-        self.may_ng = [bool(tp.nogoods) or bool(tp.neg) for tp in self.templates]
+        self.exact = self.tool.exact  # exact instances of waiting answers (exact.py)
+        self.answered = self.tool.answered
+        self.may_ng = [bool(tp.nogoods) or bool(tp.neg) or self.exact.may_ng[tp.tid]
+                       for tp in self.templates]
         self.multi_possible = any(len(n) > 1 for tp in self.templates for n in tp.nogoods) or \
             any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
-                for tp in self.templates for j in tp.neg)
+                for tp in self.templates for j in tp.neg) or any(self.exact.multi)
         self.stats = {"fallback_refs": 0}
 
     # ================================================================== expressions
@@ -199,7 +203,7 @@ class ColumnarEngine:
                       fresh_only=self.full_seeds[k] and P == self.all_vars[k])
         # step 2
         for k in range(len(self.templates)):
-            self._step2(k, tau)
+            self._step2(k, tau, present)
         # step 3
         self._step3(tau)
         # window update: facts of D|τ that may still be matched as hypotheses
@@ -218,6 +222,7 @@ class ColumnarEngine:
                                            (B.col("ev") == B.lit(full, INT))))
                 if not B.is_empty(f):
                     fresh[(k, P)] = f
+        ExactPass(self, tau, D, present, fresh).run()
         if self.forget and fresh:
             self._drop_redundant(fresh)
         rep.frames = {(k, P): a for k in range(len(self.templates)) for P, a in self.S[k].items()}
@@ -655,7 +660,7 @@ class ColumnarEngine:
         self._step1b(k, D, present, tau, new, skip=G)
 
     # ================================================================== step 2
-    def _step2(self, k: int, tau: int) -> None:
+    def _step2(self, k: int, tau: int, present: Optional[dict] = None) -> None:
         """Step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if Hσ's positive part is potentially
         future (one row per template: built by the row engine's own `_finish`)."""
         from .fallback import answer_rows
@@ -669,12 +674,26 @@ class ColumnarEngine:
                 return
         else:
             b[h.tvar] = tau - h.toff
+        if present is not None and self.exact.arrived_ground(
+                tp, tuple(b), lambda p, args, t: self._present_has(present, p, args, t)):
+            return
         a = self.tool._finish(tp, tuple(b), frozenset(), tp.nogoods, tau)
         self.tool._info.clear()
         if a is None:
             return
         P = Pattern(i for i, v in enumerate(a.b) if v is not None)
         self._add(k, P, B.from_rows(answer_rows(self, k, P, [a], tau, tau), self._schema(k, P)))
+
+    def _present_has(self, present: dict, pred: str, args: tuple, t: int) -> bool:
+        """p(args, t) ∈ W ∪ D|τ (a few look-ups per template and tick, for step 2)."""
+        B = self.B
+        F = present.get(pred)
+        if F is None or B.is_empty(F):
+            return False
+        cond = B.col("t") == B.lit(t, INT)
+        for i, a in enumerate(args):
+            cond = cond & (B.col(acol(i)) == B.lit(a, OBJ))
+        return B.exists(B.filter(F, cond))
 
     # ================================================================== step 3
     def _step3(self, tau: int) -> None:

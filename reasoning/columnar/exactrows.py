@@ -1,0 +1,189 @@
+"""Exact instances of the waiting answers (reasoning/exact.py) on the columnar executor: the
+partitions whose pattern leaves a positive hypothesis or the head non-ground are known
+statically; their rows with evidence and not definite (few: the survivors of local mgus)
+are refined by exact.py itself, so both executors give the same S_τ."""
+from __future__ import annotations
+
+from .fallback import answer_rows
+from .layout import INT, acol, row_to_answer
+
+
+class ExactPass:
+    """One tick's refinement: lookups of W ∪ D|τ, D|τ and definite heads, cached."""
+
+    def __init__(self, eng, tau: int, D: dict, present: dict, fresh: dict):
+        self.eng, self.tau, self.D, self.present, self.fresh = eng, tau, D, present, fresh
+        self._facts: dict = {}
+        self._heads: dict = {}
+
+    def facts(self, only_new: bool, pred: str, t: int) -> list:
+        """Argument tuples of the facts p(…, t) of D|τ (only_new) or W ∪ D|τ."""
+        key = (only_new, pred, t)
+        got = self._facts.get(key)
+        if got is None:
+            B = self.eng.B
+            F = (self.D if only_new else self.present).get(pred)
+            got = []
+            if F is not None and not B.is_empty(F):
+                n = self.eng.edb[pred] - 1
+                for r in B.rows(B.filter(F, B.col("t") == B.lit(t, INT))):
+                    got.append(tuple(r[acol(i)] for i in range(n)))
+            self._facts[key] = got
+        return got
+
+    def remember(self) -> None:
+        """The ground heads definite at τ, of the predicates refinement reads (Answered)."""
+        eng = self.eng
+        B = eng.B
+        ans = eng.answered
+        ans.expire(self.tau)
+        for (k, P), f in self.fresh.items():
+            tp = eng.templates[k]
+            if tp.head.pred not in ans.horizons or B.is_empty(f):
+                continue
+            for r in B.rows(f):
+                hargs, ht = tp.head.instantiate(row_to_answer(eng.layouts[k], r).b)
+                if ht is not None and None not in hargs:
+                    self._heads.setdefault((tp.head.pred, ht), []).append(hargs)
+                    ans.add(tp.head.pred, hargs, ht)
+
+    def fact_set(self, only_new: bool, pred: str, t: int) -> set:
+        key = ("set", only_new, pred, t)
+        got = self._facts.get(key)
+        if got is None:
+            got = self._facts[key] = set(self.facts(only_new, pred, t))
+        return got
+
+    def drop_answered(self) -> None:
+        """Answers with evidence, not definite, whose ground head is a remembered definite
+        head (minimality of H): an anti-join with the remembered heads."""
+        eng = self.eng
+        B = eng.B
+        ans = eng.answered
+        for k, tp in enumerate(eng.templates):
+            h = tp.head
+            if h.pred not in ans.horizons or len(tp.lits) < 2:
+                continue
+            mem = [(a, t) for (p, t), s in ans.heads.items() if p == h.pred for a in s]
+            if not mem:
+                continue
+            n = len(h.args)
+            sch = {f"_h{i}": "obj" for i in range(n)}
+            sch["_ht"] = INT
+            M = B.from_rows([{**{f"_h{i}": a[i] for i in range(n)}, "_ht": t} for a, t in mem],
+                            sch)
+            need = {x for isvar, x in h.args if isvar} | (
+                {h.tvar} if h.tvar is not None else set())
+            full = eng.layouts[k].full_mask
+            for P, A in list(eng.S[k].items()):
+                if not need <= P or B.is_empty(A):
+                    continue
+                items = {f"_h{i}": (B.col(f"v{x}") if isvar else B.lit(x, "obj"))
+                         for i, (isvar, x) in enumerate(h.args)}
+                items["_ht"] = eng._texpr(h)
+                X = B.with_columns(A, items)
+                cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT))
+                keep = B.filter(X, ~cand)
+                rest = B.join(B.filter(X, cand), M, list(sch), list(sch), how="anti")
+                eng.S[k][P] = B.materialize(B.drop(B.concat([keep, rest]), list(sch)))
+
+    def drop_arrived(self) -> None:
+        """Ground answers new at τ, with evidence and not definite, that wait for a fact
+        of W ∪ D|τ (a piece of step 3 bound a variable of an answer of step 2): dropped,
+        as exact.refine drops them on the row engine — a semi-join per literal."""
+        eng = self.eng
+        B = eng.B
+        ex = eng.exact
+        tau = self.tau
+        for k, tp in enumerate(eng.templates):
+            if not (tp.neg and eng.tool._born_check[k]):
+                continue  # without negation no piece of step 3 binds a hypothesis
+            full = eng.layouts[k].full_mask
+            for P, A in list(eng.S[k].items()):
+                if ex.partition_watched(k, P) or B.is_empty(A):
+                    continue
+                lits = [i for i in tp.pos if tp.lits[i].pred in self.present
+                        and all(x in P for isvar, x in tp.lits[i].args if isvar)
+                        and (tp.lits[i].tvar is None or tp.lits[i].tvar in P)]
+                if not lits:
+                    continue
+                cand = (B.col("born") == B.lit(tau, INT)) & (B.col("ev") != B.lit(0, INT)) & (
+                    B.col("ev") != B.lit(full, INT))
+                C = B.filter(A, cand)
+                if B.is_empty(C):
+                    continue
+                keep = B.filter(A, ~cand)
+                for i in lits:
+                    lp = tp.lits[i]
+                    F = self.present[lp.pred]
+                    n = len(lp.args)
+                    keys = {f"_a{j}": (B.col(f"v{x}") if isvar else B.lit(x, "obj"))
+                            for j, (isvar, x) in enumerate(lp.args)}
+                    keys["_at"] = eng._texpr(lp)
+                    X = B.with_columns(C, keys)
+                    open_ = ~B.has_bit(B.col("ev"), i)
+                    hit = B.join(B.filter(X, open_), B.select(
+                        F, [B.alias(B.col(acol(j)), f"_a{j}") for j in range(n)]
+                        + [B.alias(B.col("t"), "_at")]), list(keys), list(keys), how="semi")
+                    if B.is_empty(hit):
+                        continue
+                    C = B.drop(B.join(X, B.select(hit, [B.col(c) for c in eng._keys(P)]),
+                                      eng._keys(P), eng._keys(P), how="anti",
+                                      nulls_equal=True), list(keys))
+                eng.S[k][P] = B.materialize(B.concat([keep, C]))
+
+    def heads(self, only_fresh: bool, pred: str, t: int):
+        """Ground heads p(…, t) of definite answers: new at τ, or all remembered."""
+        if only_fresh:
+            return self._heads.get((pred, t), ())
+        return self.eng.answered.get(pred, t)
+
+    def run(self) -> None:
+        eng = self.eng
+        B = eng.B
+        ex = eng.exact
+        tau = self.tau
+        if eng.answered.horizons:
+            self.remember()
+            self.drop_answered()
+        self.drop_arrived()
+        for k, tp in enumerate(eng.templates):
+            if not ex.may_ng[k]:
+                continue
+            lay = eng.layouts[k]
+            full = lay.full_mask
+            new: dict = {}
+            for P, A in list(eng.S[k].items()):
+                if not ex.partition_watched(k, P) or B.is_empty(A):
+                    continue
+                Wd = B.filter(A, (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)))
+                if B.is_empty(Wd):
+                    continue
+                changed = []
+                for r in B.rows(Wd):
+                    a = row_to_answer(lay, r)
+                    fresh = r["born"] == tau
+                    pieces = ex.refine(
+                        tp, a.b, a.ev, a.ng, tau,
+                        lambda p, t, fresh=fresh: self.facts(not fresh, p, t),
+                        lambda p, t, fresh=fresh: self.heads(not fresh, p, t),
+                        lambda p, args, t, fresh=fresh: args in self.fact_set(not fresh, p, t))
+                    if pieces is None:
+                        continue
+                    changed.append(r)
+                    for b, ng in pieces:
+                        na = eng.tool._finish(tp, b, a.ev, ng, tau)
+                        if na is not None:
+                            P2 = frozenset(i for i, v in enumerate(na.b) if v is not None)
+                            new.setdefault(P2, []).append(na)
+                eng.tool._info.clear()
+                if changed:
+                    sch = eng._schema(k, P)
+                    gone = B.from_rows([{c: r[c] for c in sch} for r in changed], sch)
+                    keys = eng._keys(P)
+                    eng.S[k][P] = B.materialize(
+                        B.join(A, B.select(gone, [B.col(c) for c in keys]), keys, keys,
+                               how="anti", nulls_equal=True))
+            for P2, lst in new.items():
+                eng._add(k, P2, B.from_rows(answer_rows(eng, k, P2, lst, tau, tau),
+                                            eng._schema(k, P2)))

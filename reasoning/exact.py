@@ -1,0 +1,295 @@
+"""Exact schematic answers: every instance of a waiting answer is a hypothetical answer in
+002_…txt's sense (Def. 15, 17) — its positive hypotheses not yet arrived and still
+future-possible, its head not already a definite answer.
+
+Algorithm 1 keeps the unrefined answer of a local mgu next to its refinement (step 1), and
+expires a hypothesis by the greatest δ over its instances (§3): some instances of a
+schematic answer then wait for a fact that has arrived, or that can no longer arrive by its
+own δ.  `refine` restricts a waiting answer to its exact instances with the disequality
+constraints of step 3 (regions.py), in three ways:
+
+  arrived   a fact of W ∪ D|τ matches a positive hypothesis: that instance is excluded
+            (its refinement, with the fact as evidence, is another answer of S_τ);
+  run out   the δ of some `#delay` instance patterns of a hypothesis has run out: those
+            instances are excluded, and where the predicate's default δ has run out the
+            answer is split into the patterns still open;
+  answered  the head's instance is a definite answer, emitted now or earlier: excluded
+            (minimality of H).  Definite answers leave S_τ once emitted (forgetting), so
+            their heads are remembered (`Answered`) for as long as an answer with that head
+            time can still be created — by step 2 or by a fact's arrival (step 1(a));
+            answers created later from existing ones inherit their nogoods.
+
+Only answers with evidence that are not definite are refined (`watched`): pending answers
+of step 2 stay instances of their template (they are not printed unless --pending), and
+definite answers have no hypotheses.  A hypothesis whose time is unbound is not refined.
+Every exclusion only removes instances that no fact can make true any more, so step 3(c),
+which reads the covers of these answers, stays sound.  Both executors call this module.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Callable, Iterable, Optional
+
+from .analysis import Delays
+from .patterns import Binding, ETemplate
+from .regions import _bind
+
+Lookup = Callable[[str, int], Iterable[tuple]]  # (pred, t) -> args tuples
+
+
+def _vars(lp) -> set:
+    return {x for isvar, x in lp.args if isvar}
+
+
+class Exactness:
+    """The static facts of exact refinement for a program's templates, and `refine`."""
+
+    def __init__(self, templates: tuple[ETemplate, ...], delays: Delays,
+                 rigid: Iterable[str] = ()):
+        self.templates = templates
+        self.delays = delays
+        self.rigid = frozenset(rigid)
+        # positive literals with object variables, per template
+        self.lits = [tuple(i for i in tp.pos if _vars(tp.lits[i])) for tp in templates]
+        self.head_vars = [frozenset(_vars(tp.head)) for tp in templates]
+        # an answer with evidence that is not definite needs two literals
+        self.may_ng = [bool(self.lits[tp.tid] or self.head_vars[tp.tid]) and len(tp.lits) > 1
+                       for tp in templates]
+        # a nogood on several variables can arise (a literal or head with two variables)
+        self.multi = [self.may_ng[tp.tid] and (
+            any(len(_vars(tp.lits[i])) > 1 for i in self.lits[tp.tid])
+            or len(self.head_vars[tp.tid]) > 1) for tp in templates]
+        # per template: the variables whose being unbound makes a partition watched
+        self._need = [frozenset().union(*[_vars(tp.lits[i]) for i in self.lits[tp.tid]],
+                                        self.head_vars[tp.tid]) for tp in templates]
+
+    def horizons(self) -> dict[str, Optional[int]]:
+        """H(p) per head predicate with answers that can wait (two literals or more): an answer
+        of p with head time t is created (not derived from another) at tick t + H(p) at the
+        latest — step 2 at t, step 1(a) by an arrival at the latest t + offset + δ.  None:
+        unbounded (a literal whose time is not the head's time plus a constant)."""
+        out: dict[str, Optional[int]] = {}
+        by_head: dict[str, list] = {}
+        for tp in self.templates:
+            by_head.setdefault(tp.head.pred, []).append(tp)
+        for tp in self.templates:
+            if len(tp.lits) < 2:
+                continue  # its answers are pending or definite: never printed as waiting
+            if by_head[tp.head.pred] == [tp] and not tp.neg and self._all_in_head(tp):
+                # one template, every variable in its head, no negation: an answer whose
+                # head is already definite has a hypothesis that arrived ("arrived")
+                continue
+            p = tp.head.pred
+            h: Optional[int] = 0
+            for i in tp.pos:
+                lp = tp.lits[i]
+                if lp.pred in self.rigid:
+                    continue
+                if tp.head.tvar is None or lp.tvar != tp.head.tvar:
+                    h = None
+                    break
+                h = max(h, lp.toff - tp.head.toff + self.delays.max(lp.pred))
+            if p in out and (out[p] is None or h is None):
+                out[p] = None
+            else:
+                out[p] = h if p not in out else max(out[p], h)
+        return out
+
+    @staticmethod
+    def arrived_ground(tp: ETemplate, b: Binding, present: Callable[[str, tuple, int], bool]
+                       ) -> bool:
+        """Step 2's answer at T := τ has a ground positive hypothesis that has arrived
+        (W ∪ D|τ): it is not created — the answer step 1(a) built from that fact when it
+        arrived has it as evidence, and every instance of this one waits for it."""
+        for i in tp.pos:
+            args, t = tp.lits[i].instantiate(b)
+            if t is not None and None not in args and present(tp.lits[i].pred, args, t):
+                return True
+        return False
+
+    @staticmethod
+    def _all_in_head(tp: ETemplate) -> bool:
+        head = {x for isvar, x in tp.head.args if isvar} | (
+            {tp.head.tvar} if tp.head.tvar is not None else set())
+        return all(x in head for x in range(len(tp.names)))
+
+    def partition_watched(self, tid: int, bound: frozenset) -> bool:
+        """Can answers whose bound variables are `bound` need refinement (columnar)?"""
+        return self.may_ng[tid] and not self._need[tid] <= bound
+
+    def watched(self, tp: ETemplate, b: Binding, ev: frozenset) -> bool:
+        """An answer with evidence, not definite, with a non-ground positive hypothesis
+        or head (the answers `refine` may change)."""
+        if not ev or len(ev) == len(tp.lits) or not self.may_ng[tp.tid]:
+            return False
+        return any(b[x] is None for x in self._need[tp.tid])
+
+    # ------------------------------------------------------------------ refine
+
+    def refine(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
+               arrived: Lookup, definite: Lookup, has: Callable[[str, tuple, int], bool]
+               ) -> Optional[list[tuple[Binding, frozenset]]]:
+        """The exact pieces (binding, nogoods) of the answer (b, ev, ng) at τ, or None if it
+        is exact already.  `arrived`: facts to check (W ∪ D|τ for an answer new at τ, D|τ
+        for an older one); `has`: membership in the same set; `definite`: ground heads
+        of definite answers (likewise)."""
+        add: set = set()
+        for i in tp.pos:
+            if i in ev:
+                continue
+            lp = tp.lits[i]
+            args, t = lp.instantiate(b)
+            if t is None:
+                continue
+            if None not in args:
+                if has(lp.pred, args, t):
+                    return []  # every instance waits for a fact that has arrived
+                continue
+            for fargs in arrived(lp.pred, t):
+                n = _nogood(b, lp.match(b, fargs, t))
+                if n is not None:
+                    add.add(n)
+        hargs, ht = tp.head.instantiate(b)
+        if ht is not None and None not in hargs:
+            if hargs in definite(tp.head.pred, ht):
+                return []  # the head is already a definite answer
+        elif ht is not None:
+            for g in definite(tp.head.pred, ht):
+                n = _nogood(b, tp.head.match(b, g, ht))
+                if n is not None:
+                    add.add(n)
+        pieces = [(b, _with(ng, add) if add else ng)]
+        for i in self.lits[tp.tid]:
+            if i not in ev and tp.lits[i].pred in self.delays.patterns:
+                nxt = []
+                for pb, png in pieces:
+                    nxt.extend(self._run_out(tp.lits[i], pb, png, tau))
+                pieces = nxt
+        if len(pieces) == 1 and pieces[0] == (b, ng):
+            return None
+        return pieces
+
+    def _run_out(self, lp, b: Binding, ng: frozenset, tau: int) -> list:
+        """The instances of positive hypothesis lp (under b) still future-possible at τ by
+        their own δ (§3: δ of a ground atom = greatest δ of the patterns it matches, else
+        the predicate's default)."""
+        args, t = lp.instantiate(b)
+        if t is None or None not in args:
+            return [(b, ng)]
+        k = tau - t
+        dead, live = [], []
+        for d in self.delays.patterns.get(lp.pred, ()):
+            eqs = _unify_pattern(lp, b, args, d.pattern)
+            if eqs is not None:
+                (dead if d.delay <= k else live).append(eqs)
+        if any(not l for l in live):
+            return [(b, ng)]  # an open pattern matches every instance: all are open
+        default_open = self.delays.default.get(lp.pred, 0) > k
+        if default_open and not dead:
+            return [(b, ng)]
+        out: list = []
+        if default_open and all(dead):
+            # instances matching no pattern are open: exclude each run-out pattern …
+            out.append((b, _with(ng, {tuple(sorted(e.items())) for e in dead})))
+            # … and give back its overlaps with open patterns (δ is the greatest match)
+            opens = [m for e in dead for l in live for m in [_merge(e, l)] if m is not None]
+        else:
+            # the default has run out, or a run-out pattern matches every instance: only
+            # instances of open patterns remain
+            opens = live
+        for m in opens:
+            got = _bind(b, ng, tuple(sorted(m.items())))
+            if got is not None and got not in out:
+                out.append(got)
+        return out
+
+
+class Answered:
+    """Ground heads p(c̄, t) of the definite answers emitted so far, each kept until tick
+    t + H(p) (Exactness.horizons); for H(p) = None only those of the current tick."""
+
+    def __init__(self, horizons: dict[str, Optional[int]]):
+        self.horizons = horizons
+        self.heads: dict = {}  # (pred, t) -> set of args
+
+    def add(self, pred: str, args: tuple, t: int) -> None:
+        if pred in self.horizons:
+            self.heads.setdefault((pred, t), set()).add(args)
+
+    def get(self, pred: str, t: int) -> Iterable[tuple]:
+        return self.heads.get((pred, t), ())
+
+    def until(self, pred: str, t: int) -> int:
+        h = self.horizons.get(pred)
+        return -1 if h is None else t + h
+
+    def expire(self, tau: int) -> None:
+        """Forget the heads no answer created at τ or later can have."""
+        for key in [k for k in self.heads if self.until(*k) < tau]:
+            del self.heads[key]
+
+    def items(self) -> list[tuple]:
+        """(pred, args, t, until) of every remembered head (the lake's state rows)."""
+        return [(p, a, t, self.until(p, t)) for (p, t), s in sorted(self.heads.items())
+                for a in sorted(s)]
+
+    def load(self, items: Iterable[tuple]) -> None:
+        self.heads = {}
+        for p, a, t in items:
+            self.add(p, tuple(a), t)
+
+
+def _nogood(b: Binding, nb: Optional[Binding]) -> Optional[tuple]:
+    """The bindings nb adds to b, as a nogood (None if nb is None or adds nothing)."""
+    if nb is None or nb is b:
+        return None
+    n = tuple((v, nb[v]) for v in range(len(b)) if b[v] is None and nb[v] is not None)
+    return n or None
+
+
+def _with(ng: frozenset, add: Iterable[tuple]) -> frozenset:
+    """ng ∪ add without subsumed nogoods (one whose proper subset is also a nogood), so
+    that equal instance sets have equal nogoods whatever the order they were found in."""
+    out = set(ng)
+    out.update(add)
+    if not any(len(n) > 1 for n in out):
+        return frozenset(out)
+    keep = set()
+    for n in out:
+        if len(n) > 1 and any(tuple(s) in out for r in range(1, len(n))
+                              for s in combinations(n, r)):
+            continue
+        keep.add(n)
+    return frozenset(keep)
+
+
+def _unify_pattern(lp, b: Binding, args: tuple, pattern) -> Optional[dict]:
+    """Bindings of lp's unbound variables under which lp's instances match a `#delay`
+    pattern (constants or None), or None if no instance matches."""
+    if pattern is None:
+        return {}
+    if len(pattern) != len(args):
+        return None
+    eqs: dict = {}
+    for (isvar, x), a, p in zip(lp.args, args, pattern):
+        if p is None:
+            continue
+        if a is not None:
+            if a != p:
+                return None
+            continue
+        cur = eqs.get(x)
+        if cur is None:
+            eqs[x] = p
+        elif cur != p:
+            return None
+    return eqs
+
+
+def _merge(e: dict, l: dict) -> Optional[dict]:
+    out = dict(e)
+    for x, c in l.items():
+        if out.get(x, c) != c:
+            return None
+        out[x] = c
+    return out
