@@ -1,9 +1,11 @@
 """One Spark session per process (local mode by default, `--master` for a cluster)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -25,6 +27,44 @@ logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 """
 _shipped: set = set()
+# printed by the JVM at every start because Spark's launcher adds
+# --add-modules=jdk.incubator.vector; Airflow logs it as an error (issue 14.5)
+HARMLESS_JVM_LINES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered():
+    """While the JVM is launched, fd 2 is a pipe that a daemon thread copies to the real
+    stderr, minus HARMLESS_JVM_LINES: the JVM keeps that pipe as its stderr, Python gets its
+    own fd 2 back.  Everything else the JVM prints still appears."""
+    try:
+        r, w = os.pipe()
+        out = os.dup(2)
+        keep = os.dup(2)
+    except OSError:
+        yield
+        return
+
+    def pump() -> None:
+        with os.fdopen(r, "rb", buffering=0) as f:
+            for line in iter(f.readline, b""):
+                if line.rstrip(b"\r\n") in HARMLESS_JVM_LINES:
+                    continue
+                try:
+                    os.write(out, line)
+                except OSError:
+                    pass
+
+    threading.Thread(target=pump, name="jvm-stderr", daemon=True).start()
+    sys.stderr.flush()
+    os.dup2(w, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(keep, 2)
+        os.close(keep)
+        os.close(w)
 
 
 def _log4j_file() -> str:
@@ -79,7 +119,8 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
     for kv in filter(None, os.environ.get("HYPO_SPARK_CONF", "").split(",")):
         k, _, v = kv.partition("=")
         b = b.config(k.strip(), v.strip())
-    spark = b.getOrCreate()
+    with _jvm_stderr_filtered():
+        spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
         ship_code(spark)

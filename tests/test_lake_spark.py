@@ -391,3 +391,19 @@ def test_bad_input_files_go_to_quarantine(spark, tmp_path):
                 "timestamp 5 is after its arrival tick 2", "Hot takes 2 arguments, got 3",
                 "Shdn is defined by rules (IDB); only EDB facts may arrive"):
         assert why in err and why in reasons
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_the_jvm_incubator_warning_is_not_printed():
+    """Issue 14.5: Spark's launcher adds --add-modules=jdk.incubator.vector and the JVM warns
+    about it at every start (Airflow logs it as an error); the session filters that one line
+    and leaves the rest of the JVM's stderr and Python's own stderr alone."""
+    code = ("import sys; from jobs.spark import session; s = session('local[1]'); "
+            "print(s.range(3).count()); print('python stderr', file=sys.stderr)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": root})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().endswith("3")
+    assert "incubator" not in p.stderr and "python stderr" in p.stderr
