@@ -103,10 +103,9 @@ class Engine:
         # watched answers (may_ng) and ground answers checked once when new: those of a
         # template with negation (a piece of step 3 may wait for an arrived fact) or whose
         # head predicate's definite heads are remembered
-        self._track = [self.exact.may_ng[tp.tid] or (len(tp.lits) > 1 and (
-            bool(tp.neg) or tp.head.pred in self.answered.horizons)) for tp in self.templates]
         self._born_check = [len(tp.lits) > 1 and (
             bool(tp.neg) or tp.head.pred in self.answered.horizons) for tp in self.templates]
+        self._track = [m or c for m, c in zip(self.exact.may_ng, self._born_check)]
         self.watch: set[Answer] = set()  # answers exact refinement may change (exact.py)
         self._born: set[Answer] = set()  # watched answers added this tick
 
@@ -483,10 +482,8 @@ class Engine:
 
         for a in self._born - self.watch:
             # a ground answer new at τ: already answered, or waiting for an arrived fact
-            tp = self.templates[a.tid]
-            hargs, ht = tp.head.instantiate(a.b)
-            if hargs in ans.get(tp.head.pred, ht) or self.exact.refine(
-                    tp, a.b, a.ev, a.ng, tau, arrived_all, ans.get, has_all) == []:
+            if self.exact.refine(self.templates[a.tid], a.b, a.ev, a.ng, tau, arrived_all,
+                                 ans.get, has_all) == []:
                 self.remove(a)
         if not self.watch:
             return

@@ -5,7 +5,7 @@ are refined by exact.py itself, so both executors give the same S_τ."""
 from __future__ import annotations
 
 from .fallback import answer_rows
-from .layout import INT, acol, row_to_answer
+from .layout import INT, OBJ, acol, row_to_answer, vcol
 
 
 class ExactPass:
@@ -68,7 +68,7 @@ class ExactPass:
             if not mem:
                 continue
             n = len(h.args)
-            sch = {f"_h{i}": "obj" for i in range(n)}
+            sch = {f"_h{i}": OBJ for i in range(n)}
             sch["_ht"] = INT
             M = B.from_rows([{**{f"_h{i}": a[i] for i in range(n)}, "_ht": t} for a, t in mem],
                             sch)
@@ -78,7 +78,7 @@ class ExactPass:
             for P, A in list(eng.S[k].items()):
                 if not need <= P or B.is_empty(A):
                     continue
-                items = {f"_h{i}": (B.col(f"v{x}") if isvar else B.lit(x, "obj"))
+                items = {f"_h{i}": (B.col(vcol(x)) if isvar else B.lit(x, OBJ))
                          for i, (isvar, x) in enumerate(h.args)}
                 items["_ht"] = eng._texpr(h)
                 X = B.with_columns(A, items)
@@ -117,7 +117,7 @@ class ExactPass:
                     lp = tp.lits[i]
                     F = self.present[lp.pred]
                     n = len(lp.args)
-                    keys = {f"_a{j}": (B.col(f"v{x}") if isvar else B.lit(x, "obj"))
+                    keys = {f"_a{j}": (B.col(vcol(x)) if isvar else B.lit(x, OBJ))
                             for j, (isvar, x) in enumerate(lp.args)}
                     keys["_at"] = eng._texpr(lp)
                     X = B.with_columns(C, keys)
