@@ -38,13 +38,16 @@ def _free_port() -> int:
 @pytest.fixture
 def scheduler(tmp_path):
     """(env, lake): a running standalone Airflow whose DAG has ticks 0..3 to catch up."""
-    now = dt.datetime.now(dt.timezone.utc).replace(minute=0, second=0, microsecond=0)
+    # one tick a day, epoch 4 days back: ticks 0..3 are due, and tick 4 only becomes due if
+    # the test crosses midnight (with hourly ticks a run crossing the hour got a tick-4 run
+    # whose poking sensor outlived the scheduler's SIGTERM)
+    now = dt.datetime.now(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     lake = tmp_path / "lake"
     env = {**os.environ,
            "AIRFLOW_HOME": str(tmp_path / "airflow"), "HYPO_LAKE": str(lake),
            "HYPO_PROGRAM": PROGRAM, "HYPO_AIRFLOW_PORT": str(_free_port()),
-           "HYPO_EPOCH": (now - dt.timedelta(hours=4)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "HYPO_TICK_UNIT": "1h", "HYPO_SLICE_POKE": "2s", "HYPO_RETRIES": "0",
+           "HYPO_EPOCH": (now - dt.timedelta(days=4)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "HYPO_TICK_UNIT": "1d", "HYPO_SLICE_POKE": "2s", "HYPO_RETRIES": "0",
            "HYPO_LAKE_EXECUTOR": "local"}
     for k in [k for k in env if k.startswith("AIRFLOW__")]:
         del env[k]  # the developer's or the suite's settings: the script's defaults apply
@@ -124,7 +127,7 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
         tzinfo=dt.timezone.utc)
 
     def tick(r) -> int:
-        return int((dt.datetime.fromisoformat(r["logical_date"]) - epoch) // dt.timedelta(hours=1))
+        return int((dt.datetime.fromisoformat(r["logical_date"]) - epoch) // dt.timedelta(days=1))
 
     def caught_up(runs):
         ok = {tick(r) for r in runs if r["state"] == "success"}
