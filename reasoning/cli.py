@@ -16,7 +16,7 @@ from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
-from .stream import StreamReader, open_stream
+from .stream import Slice, StreamReader, open_stream
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -37,7 +37,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     changes = Changes() if args.changes else None
     duplicates = 0
     accepted = 0
-    slices = reader.slices()
+    slices = reader.column_slices()
     ahead = next(slices, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
@@ -48,20 +48,20 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
                 break
         elif ahead is None and tau > default_until(tool, reader):
             break
-        if ahead is not None and ahead[0] == tau:
-            entries = ahead[1]
+        if ahead is not None and ahead.tick == tau:
+            sl = ahead
             ahead = next(slices, None)
         else:
-            entries = ()
+            sl = Slice(tau)
         for r in reader.take_rejected():
             print(str(r), file=err)
-        facts = [f for f, _ in entries]
-        rep = sess.step(facts, tau)
-        for f, line in _duplicate_lines(entries, rep.duplicate_facts):
-            print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had already "
-                  f"arrived", file=err)
+        rep = sess.step_slice(sl, tau)
+        if rep.duplicate_facts:
+            for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
+                print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had "
+                      f"already arrived", file=err)
         duplicates += rep.duplicates
-        accepted += len(facts) - rep.duplicates
+        accepted += len(sl) - rep.duplicates
         if args.format == "jsonl":
             if changes is not None:
                 lines = changes.update(tau, sess.keyed(args.all_queries, args.all))
@@ -79,12 +79,12 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             cur = {answer_key(o) for o in main_objs}
             refuted = [o for k, o in prev_hyp.items() if k not in cur]
             prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
-            _text_tick(out, tau, facts, objs, sess.new_definite_keys(), refuted, main_q)
+            _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q)
             silent = not objs and not refuted
-        quiet = quiet + 1 if silent and not entries else 0
+        quiet = quiet + 1 if silent and not len(sl) else 0
         tau += 1
         if margin is not None and quiet >= margin:
-            nxt = ahead[0] if ahead is not None else (
+            nxt = ahead.tick if ahead is not None else (
                 args.until + 1 if args.until is not None else None)
             if nxt is not None and nxt - 2 * margin > tau:
                 tau, prev_hyp = _skip_quiet(args, sess, changes, out, main_q, tau, nxt,
@@ -166,15 +166,14 @@ class Changes:
                 upd=pl.col("akey").is_in(prev.get_column("akey").implode()))
             gone = dropped.join(cur.select("akey"), on="akey", how="anti").filter(
                 pl.col("status") != "definite").sort("skey")
-        changed = changed.sort(["grp", "skey"])
-        out = []
-        for body, status, upd in zip(changed.get_column("body"), changed.get_column("status"),
-                                     changed.get_column("upd")):
-            change = "decided" if status == "definite" else ("updated" if upd else "new")
-            out.append(f'{prefix}"change": "{change}", {body}')
-        if gone is not None:
-            for body in gone.get_column("body"):
-                out.append(f'{prefix}"change": "refuted", {body}')
+        change = (pl.when(pl.col("status") == "definite").then(pl.lit("decided"))
+                  .when(pl.col("upd")).then(pl.lit("updated")).otherwise(pl.lit("new")))
+        out = changed.sort(["grp", "skey"]).select(pl.concat_str(
+            [pl.lit(prefix + '"change": "'), change, pl.lit('", '), pl.col("body")]))
+        out = out.to_series().to_list()
+        if gone is not None and gone.height:
+            out.extend(gone.select(pl.concat_str(
+                [pl.lit(prefix + '"change": "refuted", '), pl.col("body")])).to_series().to_list())
         return out
 
 

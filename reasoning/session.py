@@ -150,6 +150,17 @@ class Session:
         self.tau = tau
         return self.rep
 
+    def step_slice(self, sl, tau: int) -> TickReport:
+        """step() on a stream.Slice: the columnar executor takes its frames as they were
+        read, the row engine its Fact objects."""
+        if self.mode == "auto" and self.col is None and len(sl) >= self.threshold:
+            self._handover()
+        if self.col is not None:
+            self.rep = self.col.step(sl.frames(), tau, snapshot=False)
+            self.tau = tau
+            return self.rep
+        return self.step(sl.facts(), tau)
+
     # ------------------------------------------------------------------ rendering
     def lines(self, all_queries: bool = False, include_pending: bool = False,
               ground: bool = False) -> list[str]:

@@ -130,6 +130,141 @@ class Ignored:
     line: int
 
 
+_ID = r"(?:[a-z][A-Za-z0-9_]*|[0-9]+)"
+# the canonical line with plain constants (the common case), matched a block at a time
+_BLOCK = ("^" + _FAST.pattern.replace(r"\Z", "$").replace(
+    r'([^()"\\\x00-\x1f]*)', r"( *" + _ID + r"(?: *, *" + _ID + r")* *)"))
+BLOCK_LINES = 4096  # lines read and parsed at once ...
+BLOCK_CHARS = 1 << 22  # ... or fewer, if they are this long together
+
+
+def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
+                max_gap: Optional[int]):
+    """A block of lines numbered from `first`, read set-at-a-time: when every line is a
+    canonical line (`_BLOCK`) of a fact that validate() accepts, in arrival order after tick
+    `after` and within `max_gap`, a frame (no, tick, pred, args, t) of them; otherwise the
+    parse_line result of every line (the same results, line by line)."""
+    import polars as pl
+
+    def by_line(fast=None):
+        return [fast[i] if fast is not None and fast[i] is not None
+                else parse_line(raw, first + i, cp, source) for i, raw in enumerate(lines)]
+
+    if len(lines) < 64:
+        return by_line()
+    an = cp.analysis
+    meta = [(p, n, cp.delays.default.get(p, 0),
+             p in cp.delays.wild or any(k[0] == p for k in cp.delays.exact))
+            for p, n in an.edb.items() if p not in an.rigid and p not in an.idb]
+    try:
+        df = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)}).select(
+            pl.col("l").str.extract_groups(_BLOCK).alias("g"),
+            (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
+    except Exception:  # e.g. a lone surrogate in a line given in memory: line by line
+        return by_line()
+    tick_c, pred_c, args_c = df.columns[:3]
+    df = df.with_row_index("i").with_columns(
+        pl.col(args_c).str.split(",").list.eval(pl.element().str.strip_chars(" ")).alias("a"),
+        pl.col(tick_c).cast(pl.Int64, strict=False).alias("tick")).with_columns(
+        pl.col("a").list.last().alias("ts"), pl.col("a").list.len().alias("n")).join(
+        pl.DataFrame(meta, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
+                                   "inst": pl.Boolean}, orient="row"),
+        left_on=pred_c, right_on="pred", how="left", maintain_order="left")
+    df = df.with_columns(pl.when(pl.col("ts").str.contains("^[0-9]{1,18}$"))
+                         .then(pl.col("ts").cast(pl.Int64, strict=False)).alias("t"))
+    fast = (pl.col("ok") & pl.col("t").is_not_null() & (pl.col("n") == pl.col("arity"))
+            & (pl.col("t") <= pl.col("tick")))
+    df = df.with_columns(fast.fill_null(False).alias("fast"),
+                         (pl.col("inst") & (pl.col("t") < pl.col("tick"))).fill_null(False)
+                         .alias("check"),
+                         (pl.col("tick") <= pl.col("t") + pl.col("d")).alias("ontime"))
+    good = df.filter(pl.col("fast") & (pl.col("check") | pl.col("ontime")))
+    if good.height and good.get_column("check").any():  # per-instance δ: looked up in Python
+        ground = cp.delays.ground
+        chk = good.filter(pl.col("check"))
+        late = [i for i, p, a, t, k in zip(*(chk.get_column(c).to_list() for c in
+                                             ("i", pred_c, "a", "t", "tick")))
+                if k > t + ground(p, tuple(a[:-1]))]
+        if late:
+            good = good.filter(~pl.col("i").is_in(late))
+    good = good.select((pl.col("i") + first).cast(pl.Int64).alias("no"), "tick",
+                       pl.col(pred_c).alias("pred"),
+                       pl.col("a").list.slice(0, pl.col("n") - 1).alias("args"), "t")
+    if good.height == len(lines):
+        ticks = good.get_column("tick")
+        prev = ticks.shift(1, fill_value=after)
+        in_order = bool((ticks >= prev).all())
+        if in_order and max_gap is not None:
+            in_order = bool((ticks <= prev.clip(lower_bound=0) + max_gap).all())
+        if in_order:
+            return good
+    fast_rows: list = [None] * len(lines)
+    for no, tick, pred, args, t in good.iter_rows():
+        fast_rows[no - first] = (tick, Fact(pred, tuple(args), t))
+    return by_line(fast_rows)
+
+
+class Slice:
+    """D|τ as read, in line order: chunks that are either frames (no, tick, pred, args, t)
+    of canonical lines read set-at-a-time, or lists of (Fact, line)."""
+
+    def __init__(self, tick: int):
+        self.tick = tick
+        self.chunks: list = []
+        self.n = 0
+        self._entries: Optional[list] = None
+
+    def add_frame(self, df) -> None:
+        self.chunks.append(df)
+        self.n += df.height
+
+    def add_entry(self, f: Fact, no: int) -> None:
+        if not self.chunks or not isinstance(self.chunks[-1], list):
+            self.chunks.append([])
+        self.chunks[-1].append((f, no))
+        self.n += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+    def entries(self) -> list[tuple[Fact, int]]:
+        """[(fact, line)] in line order."""
+        if self._entries is None:
+            out: list = []
+            for c in self.chunks:
+                if isinstance(c, list):
+                    out.extend(c)
+                else:
+                    out.extend((Fact(p, tuple(a), t), no) for no, p, a, t in
+                               c.select("no", "pred", "args", "t").iter_rows())
+            self._entries = out
+        return self._entries
+
+    def facts(self) -> list[Fact]:
+        return [f for f, _ in self.entries()]
+
+    def frames(self) -> dict:
+        """{pred: frame (a0.., t)}: the columnar executor's D|τ, built without Fact objects."""
+        import polars as pl
+
+        from .columnar.layout import acol, facts_by_pred
+
+        parts: dict = {}
+        for c in self.chunks:
+            if isinstance(c, list):
+                for p, cols in facts_by_pred(f for f, _ in c).items():
+                    sch = {k: (pl.Int64 if k == "t" else pl.String) for k in cols}
+                    parts.setdefault(p, []).append(pl.DataFrame(cols, schema=sch))
+            else:
+                for (p,), g in c.partition_by("pred", maintain_order=True,
+                                               as_dict=True).items():
+                    n = len(g.get_column("args")[0]) if g.height else 0
+                    parts.setdefault(p, []).append(g.select(
+                        *[pl.col("args").list.get(i).alias(acol(i)) for i in range(n)],
+                        pl.col("t")))
+        return {p: (fs[0] if len(fs) == 1 else pl.concat(fs)) for p, fs in parts.items()}
+
+
 def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
     """One stream line → (tick, Fact), None (blank), Ignored, or a Rejection with its
     reason."""
@@ -184,8 +319,9 @@ def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
 
 
 class StreamReader:
-    """A JSON-lines stream read slice by slice, in arrival order: memory is one slice (plus
-    the rejections not yet reported), not the whole stream.  An otherwise valid line whose
+    """A JSON-lines stream read slice by slice, in arrival order: memory is one slice and one
+    block of lines (BLOCK_LINES, BLOCK_CHARS; plus the rejections not yet reported), not the
+    whole stream.  An otherwise valid line whose
     tick is before a tick already seen is rejected ("out of order")."""
 
     def __init__(self, lines: Iterable[str], cp: CompiledProgram, source: str = "<stream>",
@@ -200,7 +336,7 @@ class StreamReader:
         self.last_tick = -1  # of the accepted facts
         self.done = False
         self._no = 0
-        self._ahead: Optional[tuple[int, Fact, int]] = None
+        self._eof = False
 
     def take_rejected(self) -> list[Rejection]:
         """The rejections found since the last call."""
@@ -208,56 +344,85 @@ class StreamReader:
         self._unreported = len(self.rejected)
         return got
 
-    def _next(self) -> Optional[tuple[int, Fact, int]]:
-        if self._ahead is not None:
-            got, self._ahead = self._ahead, None
-            return got
+    def _read_block(self) -> list[str]:
+        """The next BLOCK_LINES lines, fewer if they exceed BLOCK_CHARS characters."""
+        block: list[str] = []
+        size = 0
         for raw in self.lines:
-            self._no += 1
-            r = parse_line(raw, self._no, self.cp, self.source)
-            if r is None:
+            block.append(raw)
+            size += len(raw)
+            if len(block) >= BLOCK_LINES or size >= BLOCK_CHARS:
+                return block
+        self._eof = True
+        return block
+
+    def _items(self):
+        """Accepted input in line order: frames of whole clean blocks, or (tick, fact,
+        line) one by one (rejections are recorded as their lines are reached)."""
+        while not self._eof:
+            block = self._read_block()
+            if not block:
+                break
+            got = parse_block(block, self._no + 1, self.cp, self.source, self.last_tick,
+                              self.max_gap)
+            if not isinstance(got, list):
+                self._no += len(block)
+                self.last_tick = got.get_column("tick")[-1]
+                yield got
                 continue
-            if isinstance(r, Rejection):
-                self.rejected.append(r)
-                continue
-            if isinstance(r, Ignored):
-                self.ignored[r.pred] = self.ignored.get(r.pred, 0) + 1
-                continue
-            tick, f = r
-            if tick < self.last_tick:
-                self.rejected.append(Rejection(
-                    f"out of order: tick {tick} after tick {self.last_tick} (a stream is read "
-                    f"in arrival order)", str(f), tick, self._no, self.source))
-                continue
-            if self.max_gap is not None and tick > max(self.last_tick, 0) + self.max_gap:
-                self.rejected.append(Rejection(
-                    f"tick {tick} is more than {self.max_gap} ticks after tick "
-                    f"{max(self.last_tick, 0)}: a likely wrong tick (raise --max-gap if the "
-                    f"gap is real)", str(f), tick, self._no,
-                    self.source))
-                continue
-            self.last_tick = tick
-            return tick, f, self._no
+            for r in got:
+                self._no += 1
+                if r is None:
+                    continue
+                if isinstance(r, Rejection):
+                    self.rejected.append(r)
+                    continue
+                if isinstance(r, Ignored):
+                    self.ignored[r.pred] = self.ignored.get(r.pred, 0) + 1
+                    continue
+                tick, f = r
+                if tick < self.last_tick:
+                    self.rejected.append(Rejection(
+                        f"out of order: tick {tick} after tick {self.last_tick} (a stream is "
+                        f"read in arrival order)", str(f), tick, self._no, self.source))
+                    continue
+                if self.max_gap is not None and tick > max(self.last_tick, 0) + self.max_gap:
+                    self.rejected.append(Rejection(
+                        f"tick {tick} is more than {self.max_gap} ticks after tick "
+                        f"{max(self.last_tick, 0)}: a likely wrong tick (raise --max-gap if "
+                        f"the gap is real)", str(f), tick, self._no, self.source))
+                    continue
+                self.last_tick = tick
+                yield tick, f, self._no
         self.done = True
-        return None
+
+    def column_slices(self) -> Iterator[Slice]:
+        """Every tick's accepted facts as a Slice, in increasing τ (memory: one block and
+        one slice)."""
+        cur: Optional[Slice] = None
+        for item in self._items():
+            if isinstance(item, tuple):
+                tick, f, no = item
+                if cur is None or cur.tick != tick:
+                    if cur is not None:
+                        yield cur
+                    cur = Slice(tick)
+                cur.add_entry(f, no)
+                continue
+            for (tick,), part in item.partition_by("tick", maintain_order=True,
+                                                   as_dict=True).items():
+                if cur is None or cur.tick != tick:
+                    if cur is not None:
+                        yield cur
+                    cur = Slice(tick)
+                cur.add_frame(part)
+        if cur is not None:
+            yield cur
 
     def slices(self) -> Iterator[tuple[int, list[tuple[Fact, int]]]]:
         """(τ, [(fact, line)]) for every tick with accepted facts, in increasing τ."""
-        while True:
-            first = self._next()
-            if first is None:
-                return
-            tick, f, no = first
-            entries = [(f, no)]
-            while True:
-                nxt = self._next()
-                if nxt is None:
-                    break
-                if nxt[0] != tick:
-                    self._ahead = nxt
-                    break
-                entries.append((nxt[1], nxt[2]))
-            yield tick, entries
+        for sl in self.column_slices():
+            yield sl.tick, sl.entries()
 
 
 def open_stream(path: str):

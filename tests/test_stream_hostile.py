@@ -55,17 +55,40 @@ def test_lines_out_of_order_are_rejected_and_slices_come_in_order():
 
 
 def test_the_reader_holds_one_slice_not_the_stream():
-    """A generator of lines is consumed slice by slice (the rest is not read ahead)."""
+    """A generator of lines is consumed a block at a time (the rest is not read ahead)."""
+    from reasoning.stream import BLOCK_LINES
+
     read = []
 
     def lines():
-        for t in range(1000):
+        for t in range(3 * BLOCK_LINES):
             read.append(t)
             yield json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"})
 
     it = StreamReader(lines(), CP).slices()
-    assert next(it)[0] == 0 and len(read) == 2  # the first line of tick 1 is the look-ahead
-    assert next(it)[0] == 1 and len(read) == 3
+    assert next(it)[0] == 0 and len(read) == BLOCK_LINES
+    for t in range(1, BLOCK_LINES - 1):
+        assert next(it)[0] == t
+    assert len(read) == BLOCK_LINES  # the last slice of a block closes with the next block
+    assert next(it)[0] == BLOCK_LINES - 1 and len(read) == 2 * BLOCK_LINES
+
+
+def test_a_block_of_long_lines_is_cut_short():
+    """Blocks are bounded in characters too: long lines are read fewer at a time."""
+    from reasoning.stream import BLOCK_CHARS
+
+    read = []
+    pad = " " * 60000
+
+    def lines():
+        for t in range(200):
+            read.append(t)
+            yield json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"}) + pad
+
+    rd = StreamReader(lines(), CP)
+    it = rd.slices()
+    assert next(it)[0] == 0 and len(read) * 60000 <= BLOCK_CHARS + 60000
+    assert [t for t, _ in it] == list(range(1, 200)) and not rd.rejected
 
 
 def _general(raw: str, no: int):

@@ -152,7 +152,8 @@ class PolarsBackend:
 
     def list_norm(self, lst):
         """Drop nulls, deduplicate and sort (the canonical form of `ng` and of E/H)."""
-        return lst.list.drop_nulls().list.unique().list.sort()
+        # one list.eval: Polars' list.sort() on strings costs ~10 µs a row (17× this)
+        return lst.list.eval(pl.element().drop_nulls().unique().sort())
 
     def list_drop_prefix(self, lst, prefix: str):
         return lst.list.eval(pl.element().filter(~pl.element().str.starts_with(prefix)))

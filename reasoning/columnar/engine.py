@@ -177,8 +177,7 @@ class ColumnarEngine:
                 self.W[p] = B.filter(w, B.col("wexp") > B.lit(tau, INT))
         rep.accepted = sum(B.height(d) for d in D.values()) if B.cheap_checks else -1
         if rep.duplicates:
-            rep.duplicate_facts = self._duplicate_facts(
-                {p: c for p, c in cols.items() if isinstance(c, dict)}, dup_frames)
+            rep.duplicate_facts = self._duplicate_facts(cols, dup_frames)
         present = {}
         for p, d in D.items():
             w = self.W[p]
@@ -248,6 +247,9 @@ class ColumnarEngine:
                 out.append(Fact(p, tuple(r[acol(i)] for i in range(n)), r["t"]))
         for p, c in cols.items():
             n = self.edb[p] - 1
+            if not isinstance(c, dict):  # a frame as read (stream.Slice): rare, so by rows
+                rows = B.rows(c)
+                c = {k: [r[k] for r in rows] for k in [acol(i) for i in range(n)] + ["t"]}
             ts = c["t"]
             if len(ts) <= 1:
                 continue

@@ -335,14 +335,15 @@ class Renderer:
         table: the lake's answers-table columns (unsorted).  Every answer of the tick is
         rendered once (memo on the frames): the printing options are filters of it."""
         B = self.B
-        every = all_queries or B.cheap_checks  # in-process: render all once, filter after
+        every = all_queries
         memo = getattr(self, "_memo", None)
-        if memo is not None and memo[0] is frames and memo[1] == (tau, table, every):
+        opts = (tau, table, every, include_pending)
+        if memo is not None and memo[0] is frames and memo[1] == opts:
             out = memo[2]
         else:
             self._table = table
-            out = self._render_all(frames, tau, every)
-            self._memo = (frames, (tau, table, every), out)
+            out = self._render_all(frames, tau, every, include_pending)
+            self._memo = (frames, opts, out)
         if out is None:
             return [] if not (with_keys or table) else None
         if not all_queries:
@@ -360,9 +361,9 @@ class Renderer:
             return out
         return B.column_list(out, "line")
 
-    def _render_all(self, frames: dict, tau: int, every: bool):
-        """The answers of every query (or of the main one), pending ones included, with a
-        `_main` flag."""
+    def _render_all(self, frames: dict, tau: int, every: bool, pending: bool = True):
+        """The answers of every query (or of the main one), pending ones included if asked,
+        with a `_main` flag; only the rows printed are rendered."""
         B = self.B
         eng = self.eng
         shown = {k for k, tp in enumerate(eng.templates) if tp.qid == eng.main_qid or every}
@@ -378,15 +379,64 @@ class Renderer:
                         todo.append(k2)
         dls = self.deadlines({kp: df for kp, df in frames.items() if kp[0] in needed}, tau)
         parts = []
+        cache = B.name == "polars" and not getattr(self, "_table", False)
+        kept: dict = {}
         for (k, P), df in dls.items():
+            if k in shown and not pending:
+                df = B.filter(df, B.col("ev") != B.lit(0, INT))
             if k in shown and not B.is_empty(df):
                 main = B.lit(eng.templates[k].qid == eng.main_qid, BOOL)
+                if cache:
+                    df, got = self._render_cached(k, P, df, tau, kept)
+                    if got is not None:
+                        parts.append(B.with_columns(got, {"_main": main}))
+                    if B.is_empty(df):
+                        continue
                 parts.extend(B.with_columns(x, {"_main": main}) for x in self._render(k, P, df, tau))
+        if cache:
+            self._rcache = kept
         if not parts:
             return None
         return B.unique(B.concat(parts), ["skey"])
 
-    def _render(self, k: int, P, df, tau: int) -> list:
+    def _render_cached(self, k: int, P, df, tau: int, kept: dict):
+        """Lines of the rows without nogoods, rendered once per row: a row's line depends on
+        τ only through its `"tick": τ` prefix (and the sort key's suffix), so the bodies of
+        the previous tick are reused for rows equal in every rendered column (bindings,
+        evidence mask, deadline) and only new or changed rows are rendered.  Returns the
+        rows left to render (those with nogoods) and the lines of the others."""
+        import polars as pl
+
+        keys = [vcol(x) for x in sorted(P)] + ["ev", "dl"]
+        ng = pl.col("ng").list.len() > 0
+        rest = df.filter(ng)
+        plain = df.filter(~ng)
+        if plain.height == 0:
+            return rest, None
+        prefix, suffix = f'{{"tick": {tau}, ', f', "tick": {tau}}}'
+        old = getattr(self, "_rcache", {}).get((k, P))
+        if old is not None:
+            hit = old.join(plain.select(keys), on=keys, how="semi", nulls_equal=True)
+            new = plain.join(old.select(keys), on=keys, how="anti", nulls_equal=True)
+        else:
+            hit, new = None, plain
+        bodies = []
+        if hit is not None and hit.height:
+            bodies.append(hit)
+        if new.height:
+            for x in self._render(k, P, new, tau, keys):
+                bodies.append(x.select(
+                    *keys, "grp", pl.col("skey").str.head(-len(suffix)).alias("skey"),
+                    pl.col("line").str.slice(len(prefix)).alias("line"), "akey", "status"))
+        if not bodies:
+            return rest, None
+        body = pl.concat(bodies) if len(bodies) > 1 else bodies[0]
+        kept[(k, P)] = body
+        return rest, body.select(
+            "grp", pl.concat_str([pl.col("skey"), pl.lit(suffix)]).alias("skey"),
+            pl.concat_str([pl.lit(prefix), pl.col("line")]).alias("line"), "akey", "status")
+
+    def _render(self, k: int, P, df, tau: int, keep: tuple = ()) -> list:
         B = self.B
         eng = self.eng
         tp = eng.templates[k]
@@ -429,8 +479,9 @@ class Renderer:
                              B.lit(f', "tick": {tau}}}', OBJ)])
         akey = self._akey_expr(k, P, q, special)
         grp = B.lit(0 if str(tp.query.atom) == self.main_q else 1, INT)
-        items = [B.alias(grp, "grp"), B.alias(skey, "skey"), B.alias(line, "line"),
-                 B.alias(akey, "akey"), B.alias(B.col("_st"), "status")]
+        items = [B.col(c) for c in keep] + [
+            B.alias(grp, "grp"), B.alias(skey, "skey"), B.alias(line, "line"),
+            B.alias(akey, "akey"), B.alias(B.col("_st"), "status")]
         if getattr(self, "_table", False):
             items += [B.alias(B.lit(str(tp.query.atom), OBJ), "query"),
                       B.alias(sub_sort, "substitution"), B.alias(B.lit("{}", OBJ), "excluded"),
