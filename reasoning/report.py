@@ -84,6 +84,8 @@ def counts_svg(d: ReportData) -> str:
         for s in SERIES[:4]:
             series[s].append(getattr(c, s) if c is not None else 0)
         series["quarantined"].append(int(d.quarantined.get(t, 0)))
+    legend = {s: (f"total {sum(v)}" if s in ("refuted", "quarantined") else
+                  f"max {max(v, default=0)}") for s, v in series.items()}
     bucket = max(1, -(-len(ticks) // PLOT_POINTS))
     if bucket > 1:  # a long range: the maximum of each bucket of ticks
         xs = ticks[::bucket]
@@ -91,7 +93,7 @@ def counts_svg(d: ReportData) -> str:
                   for s, v in series.items()}
     else:
         xs = ticks
-    W, H, L, R, T, B = 900, 260, 50, 130, 12, 30
+    W, H, L, R, T, B = 900, 270, 50, 160, 12, 40
     ymax = max([1] + [max(v) for v in series.values() if v])
     span = max(d.end + 1 - d.start, 1)
 
@@ -120,8 +122,8 @@ def counts_svg(d: ReportData) -> str:
         ly = T + 10 + i * 18
         out.append(f'<rect x="{W - R + 12}" y="{ly - 8}" width="12" height="4" '
                    f'fill="{COLORS[s]}"/><text x="{W - R + 30}" y="{ly - 3}" class="lg">'
-                   f'{s} ({sum(series[s]) if s in ("refuted", "quarantined") else max(series[s] or [0])}'
-                   f'{"" if s in ("refuted", "quarantined") else " max"})</text>')
+                   f'{s} ({legend[s]})</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 4}" class="tl">tick</text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -170,7 +172,7 @@ def gained_svg(values: list) -> str:
     for v in values:
         bins[min(v, nb - 1)] += 1
     ymax = max(bins + [1])
-    bw = (W - L - R) / len(bins)
+    bw = min((W - L - R) / len(bins), 60)
     out = [f'<svg id="gained" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
            f'viewBox="0 0 {W} {H}" role="img" aria-label="ticks gained histogram">']
     ystep = _nice_step(ymax, 4)
@@ -252,8 +254,9 @@ def render(d: ReportData) -> str:
     parts.append(counts_svg(d))
 
     parts.append("<h2>Answer timeline</h2>")
-    parts.append('<p class=note>one bar per answer from its first announcement to its '
-                 'decision: <i class="sw" style="background:%s"></i>confirmed (became '
+    parts.append('<p class=note>one bar per answer over the ticks it was hypothetical, from '
+                 'its first announcement to its decision (a confirmed answer is definite at '
+                 'the tick its bar ends at; a refuted one is gone at that tick): <i class="sw" style="background:%s"></i>confirmed (became '
                  'definite) <i class="sw" style="background:%s"></i>refuted '
                  '<i class="sw" style="background:%s"></i>still open; the dashed mark is the '
                  'deadline (decided by the end of that tick).</p>'
