@@ -137,7 +137,10 @@ def write_report(lake: Optional[str], out: str, start: Optional[int] = None,
             "answers": len(d.lifecycles.all), **oc}
 
 
-def publish_report(lake: Optional[str], tick: int, window: int = 500) -> dict:
+REPORT_WINDOW = 500  # ticks in the DAG's report of a tick
+
+
+def publish_report(lake: Optional[str], tick: int, window: int = REPORT_WINDOW) -> dict:
     """The DAG's report of tick τ: <lake>/reports/tick=τ.html over the last `window` ticks
     up to τ."""
     L = Lake(lake).require()
