@@ -34,23 +34,25 @@ def _files_by_tick(L: Lake, kind: str, start: int, end: int) -> dict[int, list[s
 
 
 def _answers_by_tick(L: Lake, ticks: list[int]) -> Iterator[tuple[int, list[dict]]]:
-    """(tick, the main query's answer objects in `hypo run` order) for each tick, reading one
-    partition at a time (memory: one tick's answers)."""
+    """(tick, the main query's answers in `hypo run` order) for each tick, reading one
+    partition at a time (memory: one tick's answers): the columns the lifecycle needs (status,
+    deadline, the answer_key and atom the tick wrote), not the JSON lines."""
     if not ticks:
         return
     path = L.path("answers")
     files = _files_by_tick(L, "answers", ticks[0], ticks[-1])
+    cols = ["sort_key", "status", "deadline", "answer_key", "atom"]
     for t in ticks:
-        rows = []
+        rows: list[dict] = []
         for rel in files.get(t, ()):
             try:
-                tb = pq.read_table(os.path.join(path, rel), columns=["sort_key", "json"])
+                tb = pq.read_table(os.path.join(path, rel), columns=cols)
             except FileNotFoundError:
                 raise delta.damaged_file(path, L.table("answers").version(),
                                          os.path.join(path, rel), "the file is missing") from None
-            rows.extend(zip(tb.column("sort_key").to_pylist(), tb.column("json").to_pylist()))
-        rows.sort(key=lambda r: r[0])
-        yield t, [json.loads(j) for _, j in rows]
+            rows.extend(tb.to_pylist())
+        rows.sort(key=lambda r: r["sort_key"])
+        yield t, rows
 
 
 def _quality(L: Lake, done: dict, ticks: list[int]) -> tuple[list[dict], dict]:
@@ -100,7 +102,7 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         raise LakeError(f"no completed tick in {start}..{end} (completed: 0..{last})")
     end = min(end, max(ticks))
     missing = [t for t in range(start, end + 1) if t not in done]
-    lcs = Lifecycles()
+    lcs = Lifecycles(label=lambda r: r["atom"], key=lambda r: r["answer_key"])
     for t, objs in _answers_by_tick(L, ticks):
         lcs.observe(t, objs)
     quality, quarantined = _quality(L, done, ticks)

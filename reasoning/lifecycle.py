@@ -67,6 +67,7 @@ class Lifecycles:
     """The lifecycles of a run; `observe` each tick in order, then `finish`."""
 
     label: Callable[[dict], str] = format_atom_answer
+    key: Callable[[dict], object] = answer_key  # the lake passes its answer_key column
     all: list = field(default_factory=list)  # every Lifecycle, in announcement order
     ticks: list = field(default_factory=list)  # TickCounts per observed tick
     first_tick: Optional[int] = None
@@ -87,7 +88,7 @@ class Lifecycles:
             if st not in ("definite", "hypothetical", "pending"):
                 continue  # the `none` line of an empty tick
             setattr(c, st, getattr(c, st) + 1)
-            k = answer_key(o)
+            k = self.key(o)
             seen.add(k)
             lc = self._open.get(k)
             if lc is not None:
@@ -159,9 +160,10 @@ class Lifecycles:
 
 
 def build(sequence: Iterable[tuple[int, Iterable[dict]]],
-          label: Callable[[dict], str] = format_atom_answer) -> Lifecycles:
+          label: Callable[[dict], str] = format_atom_answer,
+          key: Callable[[dict], object] = answer_key) -> Lifecycles:
     """Lifecycles from (tick, answer objects) pairs in tick order."""
-    lcs = Lifecycles(label=label)
+    lcs = Lifecycles(label=label, key=key)
     for tick, objs in sequence:
         lcs.observe(tick, objs)
     return lcs.finish()

@@ -203,16 +203,53 @@ def _assert_clean(got: dict, happened: dict, path: str):
     assert os.path.getsize(path) < 100_000
 
 
-@needs_chromium
-def test_lake_report_renders_offline_in_chromium(tmp_path, monkeypatch):
-    monkeypatch.setenv("HYPO_LAKE_EXECUTOR", "local")
-    lake = str(tmp_path / "lake")
+@pytest.fixture(scope="module")
+def small_lake(tmp_path_factory):
+    """The stream above through the lake (local executor, no Spark), ticks 0..7."""
+    tmp = tmp_path_factory.mktemp("report")
+    lake = str(tmp / "lake")
     prog = "examples/wind_turbines.tdl"
-    assert hypo("lake", "--lake", lake, "init", "--program", prog, "--query", "Shdn(X, T)")[0] == 0
-    assert hypo("lake", "--lake", lake, "ingest", _stream(tmp_path))[0] == 0
-    rc, out, err = hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "7",
-                        "--executor", "local")
-    assert rc == 0, err
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HYPO_LAKE_EXECUTOR", "local")
+    try:
+        assert hypo("lake", "--lake", lake, "init", "--program", prog, "--query",
+                    "Shdn(X, T)")[0] == 0
+        assert hypo("lake", "--lake", lake, "ingest", _stream(tmp))[0] == 0
+        rc, out, err = hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "7",
+                            "--executor", "local")
+        assert rc == 0, err
+    finally:
+        mp.undo()
+    return {"lake": lake, "stream": _stream(tmp), "program": prog}
+
+
+def test_lake_lifecycles_equal_hypo_runs(small_lake):
+    """The lake reader (answer_key and atom columns) gives the lifecycles `hypo run`'s answer
+    objects give (explain.answer_key, format_atom_answer)."""
+    from collections import defaultdict
+
+    from jobs.report import lake_report
+    from reasoning.lifecycle import build
+
+    rc, out, err = hypo("run", small_lake["program"], "--stream", small_lake["stream"],
+                        "--query", "Shdn(X, T)", "--format", "jsonl", "--all", "--no-skip",
+                        "--until", "7")
+    by = defaultdict(list)
+    for line in out.splitlines():
+        o = json.loads(line)
+        by[o["tick"]].append(o)
+    ref = build(sorted(by.items()))
+    got = lake_report(small_lake["lake"]).lifecycles
+    fields = lambda lc: (lc.label, lc.first, lc.first_status, lc.decided, lc.outcome,  # noqa
+                         lc.deadline)
+    assert [fields(lc) for lc in got.all] == [fields(lc) for lc in ref.all]
+    assert got.ticks == ref.ticks
+    assert {lc.outcome for lc in got.all} == {"confirmed", "refuted"}
+
+
+@needs_chromium
+def test_lake_report_renders_offline_in_chromium(small_lake, tmp_path):
+    lake = small_lake["lake"]
     path = str(tmp_path / "r.html")
     rc, out, err = hypo("lake", "--lake", lake, "report", "--out", path)
     assert rc == 0, err
