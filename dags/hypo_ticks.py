@@ -18,7 +18,8 @@ the next run at its first task, so no later tick runs until the failure is fixed
                   checks of the slice; bad rows → quarantine, summarised in the log
   publish         log new definite answers, new hypothetical answers with their deadlines and
                   refutations; write the lifecycle report of ticks τ-499..τ to
-                  <lake>/reports/tick=<τ>.html (a temporary name, then a rename); emit the
+                  <lake>/reports/tick=<τ>.html (a temporary name, then a rename;
+                  HYPO_REPORT_TICKS: the 500 ticks, 0 = no report); emit the
                   Asset hypo_answers (extra: lake, tick, counts, report)
 
 Params (defaults from the environment at parse time, then the embedded defaults):
@@ -478,14 +479,17 @@ def hypo_ticks():
         log.info("%s", summary_text(s))
         report = None
         try:  # informational: a report that cannot be written does not hold later ticks
-            from jobs.report import REPORT_WINDOW, publish_report
+            from jobs.report import publish_report, report_window
 
             r = publish_report(run["lake"], tau)
             report = r["path"]
-            log.info("report of ticks %d..%d (the last %d at most): %s (%d answers: %d "
-                     "confirmed, %d refuted, %d open; %d bytes)", r["start"], r["end"],
-                     REPORT_WINDOW, report, r["answers"], r["confirmed"], r["refuted"],
-                     r["open"], r["bytes"])
+            if report is None:
+                log.info("no report: HYPO_REPORT_TICKS=0")
+            else:
+                log.info("report of ticks %d..%d (the last %d at most): %s (%d answers: %d "
+                         "confirmed, %d refuted, %d open; %d bytes)", r["start"], r["end"],
+                         report_window(), report, r["answers"], r["confirmed"], r["refuted"],
+                         r["open"], r["bytes"])
         except Exception as e:  # noqa: BLE001
             log.warning("the report of tick %d could not be written: %s", tau, e)
         extra = {"lake": run["lake"], "tick": tau, "answers_version": t["answers_version"],

@@ -139,12 +139,27 @@ def write_report(lake: Optional[str], out: str, start: Optional[int] = None,
             "answers": len(d.lifecycles.all), **oc}
 
 
-REPORT_WINDOW = 500  # ticks in the DAG's report of a tick
+REPORT_WINDOW = 500  # ticks in the DAG's report of a tick (HYPO_REPORT_TICKS)
 
 
-def publish_report(lake: Optional[str], tick: int, window: int = REPORT_WINDOW) -> dict:
+def report_window() -> int:
+    """HYPO_REPORT_TICKS (default 500): ticks in the DAG's report of a tick; 0: no report."""
+    raw = os.environ.get("HYPO_REPORT_TICKS", "").strip()
+    try:
+        n = int(raw) if raw else REPORT_WINDOW
+    except ValueError:
+        raise LakeError(f"HYPO_REPORT_TICKS={raw!r} is not a number of ticks") from None
+    if n < 0:
+        raise LakeError(f"HYPO_REPORT_TICKS={raw!r} is negative")
+    return n
+
+
+def publish_report(lake: Optional[str], tick: int, window: Optional[int] = None) -> dict:
     """The DAG's report of tick τ: <lake>/reports/tick=τ.html over the last `window` ticks
-    up to τ."""
+    up to τ (default HYPO_REPORT_TICKS or 500); {"path": None} when the window is 0."""
+    window = report_window() if window is None else window
+    if window == 0:
+        return {"path": None}
     L = Lake(lake).require()
     out = os.path.join(L.root, "reports", f"tick={tick}.html")
     return write_report(L.root, out, max(0, tick - window + 1), tick)

@@ -426,3 +426,16 @@ def test_lake_report_errors_are_one_line(tmp_path):
     rc, out, err = hypo("lake", "--lake", lake, "report", "--from", "3", "--to", "1")
     assert rc == 2 and err.count("\n") == 1
     assert not os.path.exists(tmp_path / "r.html")
+
+
+def test_report_window_from_the_environment(tmp_path, monkeypatch):
+    from jobs.errors import LakeError
+    from jobs.report import publish_report, report_window
+
+    monkeypatch.delenv("HYPO_REPORT_TICKS", raising=False)
+    assert report_window() == 500
+    monkeypatch.setenv("HYPO_REPORT_TICKS", "0")
+    assert publish_report(str(tmp_path / "nolake"), 3) == {"path": None}
+    monkeypatch.setenv("HYPO_REPORT_TICKS", "many")
+    with pytest.raises(LakeError, match="not a number"):
+        report_window()
