@@ -17,7 +17,10 @@ the next run at its first task, so no later tick runs until the failure is fixed
   tick            S_{τ-1} + D|τ → S_τ and the answers on Spark, with the Great Expectations
                   checks of the slice; bad rows → quarantine, summarised in the log
   publish         log new definite answers, new hypothetical answers with their deadlines and
-                  refutations; emit the Asset hypo_answers (extra: lake, tick, counts)
+                  refutations; write the lifecycle report of ticks τ-499..τ to
+                  <lake>/reports/tick=<τ>.html (a temporary name, then a rename;
+                  HYPO_REPORT_TICKS: the 500 ticks, 0 = no report); emit the
+                  Asset hypo_answers (extra: lake, tick, counts, report)
 
 Params (defaults from the environment at parse time, then the embedded defaults):
   lake          $HYPO_LAKE          or ./lake
@@ -474,11 +477,26 @@ def hypo_ticks():
         prev = _call(api.read_answers, run["lake"], tau - 1, "all") if tau > 0 else []
         s = summarize(tau, cur, prev)
         log.info("%s", summary_text(s))
+        report = None
+        try:  # informational: a report that cannot be written does not hold later ticks
+            from jobs.report import publish_report, report_window
+
+            r = publish_report(run["lake"], tau)
+            report = r["path"]
+            if report is None:
+                log.info("no report: HYPO_REPORT_TICKS=0")
+            else:
+                log.info("report of ticks %d..%d (the last %d at most): %s (%d answers: %d "
+                         "confirmed, %d refuted, %d open; %d bytes)", r["start"], r["end"],
+                         report_window(), report, r["answers"], r["confirmed"], r["refuted"],
+                         r["open"], r["bytes"])
+        except Exception as e:  # noqa: BLE001
+            log.warning("the report of tick %d could not be written: %s", tau, e)
         extra = {"lake": run["lake"], "tick": tau, "answers_version": t["answers_version"],
                  "answers_digest": t["answers_digest"], "answers": s["answers"],
                  "new_definite": len(s["new_definite"]),
                  "new_hypothetical": len(s["new_hypothetical"]), "refuted": len(s["refuted"]),
-                 "quarantined": t["quarantined"]}
+                 "quarantined": t["quarantined"], "report": report}
         get_current_context()["outlet_events"][ANSWERS].extra = extra
         return {**extra, **{k: s[k][:LIST_LIMIT] for k in
                             ("new_definite", "new_hypothetical", "refuted")}}

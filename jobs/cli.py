@@ -22,6 +22,7 @@ USAGE_EXAMPLES = """examples:
   hypo lake answers --tick 2
   hypo lake history 'OK(wt2, 1)'
   hypo lake status
+  hypo lake report --from 0 --to 8 --out report.html      # one self-contained HTML file
   hypo lake verify                                       # logs, files, ticks log
 """
 
@@ -76,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--format", choices=["text", "jsonl"], default="text")
     s = sub.add_parser("status", parents=[common], help="ticks, versions, counts, quarantine")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    rp = sub.add_parser("report", parents=[common],
+                        help="the lifecycle report of ticks a..b as one self-contained HTML file")
+    rp.add_argument("--from", dest="start", type=int, help="first tick (default 0)")
+    rp.add_argument("--to", dest="end", type=int, help="last tick (default: the last completed)")
+    rp.add_argument("--out", help="the HTML file (default <lake>/reports/ticks=a-b.html)")
     v = sub.add_parser("verify", parents=[common],
                        help="check every table's log and files and the ticks log; exit 1 if "
                             "anything is damaged, with what to do")
@@ -195,6 +201,20 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                     detail += f"   evidence: {'; '.join(e['evidence'])}"
             out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
                       f"{e['answer']}{detail}{how}\n")
+        return 0
+    if args.cmd == "report":
+        from .report import write_report
+        from .store import Lake
+
+        path = args.out
+        if path is None:
+            L = Lake(lake).require()
+            end = args.end if args.end is not None else L.last_tick()
+            path = os.path.join(L.root, "reports", f"ticks={args.start or 0}-{end}.html")
+        r = write_report(lake, path, args.start, args.end)
+        out.write(f"report of ticks {r['start']}..{r['end']}: {r['answers']} answer(s) "
+                  f"({r['confirmed']} confirmed, {r['refuted']} refuted, {r['open']} open), "
+                  f"{r['bytes']} bytes -> {r['path']}\n")
         return 0
     if args.cmd == "verify":
         from .verify import verify

@@ -35,6 +35,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}
     changes = Changes() if args.changes else None
+    rep_data = _ReportCollector(args, cp) if getattr(args, "report", None) else None
     duplicates = 0
     accepted = 0
     slices = reader.column_slices()
@@ -55,7 +56,11 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             sl = Slice(tau)
         for r in reader.take_rejected():
             print(str(r), file=err)
+            if rep_data is not None:
+                rep_data.rejected(r)
         rep = sess.step_slice(sl, tau)
+        if rep_data is not None:
+            rep_data.tick(tau, len(sl), rep.duplicates, sess.objects(False, True, False))
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
                 print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had "
@@ -95,6 +100,10 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             pass
     for r in reader.take_rejected():
         print(str(r), file=err)
+        if rep_data is not None:
+            rep_data.rejected(r)
+    if rep_data is not None:
+        rep_data.write(tau - 1, sess.executor)
     ign = ""
     if reader.ignored:
         ign = (f", {sum(reader.ignored.values())} ignored ("
@@ -130,6 +139,64 @@ def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int
         prev_hyp = {answer_key(o): o for o in sess.objects(False, True, False)
                     if o["status"] == HYPOTHETICAL}
     return last + 1, prev_hyp
+
+
+class _ReportCollector:
+    """`--report FILE`: the lifecycle of the main query's answers (pending included) and the
+    rejected lines per tick, rendered at the end as one HTML file (reasoning/report.py)."""
+
+    def __init__(self, args, cp):
+        from .lifecycle import Lifecycles
+
+        self.args, self.cp = args, cp
+        self.lcs = Lifecycles()
+        self.quality: dict = {}
+        self.no_tick = 0
+
+    def _q(self, tick: int) -> dict:
+        return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
+                                              "quarantined": 0, "reasons": {}})
+
+    def rejected(self, r) -> None:
+        if r.tick is None:
+            self.no_tick += 1
+            return
+        q = self._q(r.tick)
+        q["facts"] += 1
+        q["quarantined"] += 1
+        why = r.reason.split(":")[0][:60]
+        q["reasons"][why] = q["reasons"].get(why, 0) + 1
+
+    def tick(self, tau: int, n_facts: int, duplicates: int, objs: list) -> None:
+        if n_facts:
+            q = self._q(tau)
+            q["facts"] += n_facts
+            q["accepted"] += n_facts - duplicates
+        self.lcs.observe(tau, objs)
+
+    def write(self, last: int, executor: str) -> None:
+        import hashlib
+
+        from .report import ReportData, render, write
+
+        with open(self.args.program, encoding="utf-8") as fh:
+            text = fh.read()
+        notes = [f"hypo run {os.path.basename(self.args.program)} --stream "
+                 f"{os.path.basename(self.args.stream)} ({executor} engine); ticks of a skipped "
+                 f"quiet stretch had no answers"]
+        if self.no_tick:
+            notes.append(f"{self.no_tick} rejected line(s) carried no usable tick")
+        d = ReportData(
+            title=f"hypo lifecycle report: {self.cp.main.atom}",
+            source=f"stream {self.args.stream}", start=self.lcs.first_tick or 0,
+            end=max(last, 0), lifecycles=self.lcs.finish(),
+            quarantined={t: q["quarantined"] for t, q in self.quality.items()},
+            quality=[self.quality[t] for t in sorted(self.quality)],
+            quality_note="rejected stream lines per arrival tick (duplicates are ignored, not "
+                         "rejected); the Great Expectations suite runs in the lake only",
+            program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
+            program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
+        write(self.args.report, render(d))
 
 
 class Changes:
@@ -253,6 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--changes", action="store_true",
                    help="with --format jsonl: per tick only what changed (new, updated, "
                         "decided, refuted answers)")
+    r.add_argument("--report", metavar="FILE",
+                   help="also write the lifecycle report of the run (one self-contained HTML "
+                        "file: answers per tick, timeline, ticks gained, slowest answers)")
     lk = sub.add_parser("lake", help="the lakehouse pipeline (Spark + Delta)", add_help=False)
     lk.add_argument("rest", nargs=argparse.REMAINDER)
     return p

@@ -81,6 +81,7 @@ START=$(date +%s)
 echo "demo: done in $(( $(date +%s) - START )) s.  Inspect the lake with:"
 echo "  .venv/bin/hypo lake status --lake $LAKE"
 echo "  .venv/bin/hypo lake answers --lake $LAKE --tick 4 --format text"
+echo "  $LAKE/reports/tick=$UNTIL.html   (the lifecycle report the DAG wrote; any browser, offline)"
 [ "$PROGRAM" = examples/wind_turbines.tdl ] &&
   echo "  .venv/bin/hypo lake history --lake $LAKE 'OK(wt2, 1)'"
 echo "  (Airflow and Spark logs: $AIRFLOW_HOME/logs/run_local.log)"

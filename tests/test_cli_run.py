@@ -146,3 +146,18 @@ def test_facts_of_declared_unused_predicates_are_ignored_not_rejected(tmp_path, 
     assert "B takes 2 arguments, got 3" in err
     rc, out, err = run(["check", str(prog)], capsys)
     assert rc == 0 and err.count("warning:") == 2
+
+
+def test_report_does_not_change_the_output(capsys, tmp_path):
+    """`--report FILE` writes the lifecycle report and prints exactly what the run prints
+    without it (the browser test, tests/test_report_browser.py, opens the file)."""
+    argv = ["run", TDL, "--stream", STREAM, "--query", "Shdn(X, T)", "--format", "jsonl",
+            "--changes"]
+    rc0, out0, err0 = run(argv, capsys)
+    path = tmp_path / "r.html"
+    rc, out, err = run(argv + ["--report", str(path)], capsys)
+    assert (rc, out, err) == (rc0, out0, err0)
+    html = path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and '<svg id="timeline"' in html
+    assert "confirmed: <b>1</b>" in html and "refuted: <b>4</b>" in html
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary file left

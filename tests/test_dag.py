@@ -268,6 +268,12 @@ def test_publish_emits_asset_and_summary(one_pass):
         "definite      OK(X, 2) for X ∉ {wt1}   because not Shdn(X, 3)",
         "definite      OK(wt2, 1)   because not Shdn(wt2, 2)"]
     assert xcom(runs[1], "ingest")["batch"] is None  # tick 1: declared empty
+    # the lifecycle report of each tick, written under reports/ by a rename (no temp left)
+    rep = os.path.join(one_pass["lake"], "reports")
+    assert sorted(os.listdir(rep)) == [f"tick={t}.html" for t in range(6)]
+    assert p4["report"] == os.path.join(rep, "tick=4.html")
+    html = open(p4["report"], encoding="utf-8").read()
+    assert '<svg id="timeline"' in html and "ticks 0..4" in html
 
 
 @pytest.mark.slow

@@ -416,3 +416,26 @@ def test_declared_unused_facts_are_ignored_in_the_lake_and_hints_match_hypo_run(
     assert sorted(r["reason_code"] for r in q) == ["arity", "unknown_predicate",
                                                     "unknown_predicate"]
     assert any("did you mean A?" in r["reason"] for r in q)
+
+
+def test_lake_report_errors_are_one_line(tmp_path):
+    lake = str(tmp_path / "lake")
+    assert hypo("lake", "--lake", lake, "init", "--program", TURBINES)[0] == 0
+    rc, out, err = hypo("lake", "--lake", lake, "report", "--out", str(tmp_path / "r.html"))
+    assert rc == 2 and err.count("\n") == 1 and "no tick of the lake" in err
+    rc, out, err = hypo("lake", "--lake", lake, "report", "--from", "3", "--to", "1")
+    assert rc == 2 and err.count("\n") == 1
+    assert not os.path.exists(tmp_path / "r.html")
+
+
+def test_report_window_from_the_environment(tmp_path, monkeypatch):
+    from jobs.errors import LakeError
+    from jobs.report import publish_report, report_window
+
+    monkeypatch.delenv("HYPO_REPORT_TICKS", raising=False)
+    assert report_window() == 500
+    monkeypatch.setenv("HYPO_REPORT_TICKS", "0")
+    assert publish_report(str(tmp_path / "nolake"), 3) == {"path": None}
+    monkeypatch.setenv("HYPO_REPORT_TICKS", "many")
+    with pytest.raises(LakeError, match="not a number"):
+        report_window()
