@@ -1,6 +1,7 @@
 """Compile a program: parse → well-formedness → analysis → pre-processing into 𝐐 and P_Q."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -109,12 +110,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     qspan = prog.query_span
     if query is not None:
         qatom = parse_atom(query, "--query", prog.rigid)
-        prog = Program(
-            rules=prog.rules, facts=prog.facts, query=qatom,
-            query_span=Span("--query", 1, 1, 1, len(query.rstrip()) + 1),
-            delays=prog.delays, domain=prog.domain, rigid=prog.rigid,
-            rigid_spans=prog.rigid_spans, source=prog.source, file=prog.file,
-        )
+        prog = dataclasses.replace(
+            prog, query=qatom, query_span=Span("--query", 1, 1, 1, len(query.rstrip()) + 1))
         qspan = prog.query_span
     if prog.query is None:
         raise ProgramError(
