@@ -92,6 +92,7 @@ class GenRule:
 
 Piece = Union[str, tuple[str, int]]  # text, ("a", i): object argument i, ("t", d): time + d
 _TEMPLATES: dict[str, tuple[Piece, ...]] = {}  # aux name -> how to print it (content-addressed)
+_NAMES: dict[str, tuple[str, ...]] = {}  # aux name -> its variables as written, time last
 
 
 def render_aux(pred: str, args: list[str], time: Callable[[int], str]) -> Optional[str]:
@@ -101,6 +102,11 @@ def render_aux(pred: str, args: list[str], time: Callable[[int], str]) -> Option
         return None
     return "".join(p if isinstance(p, str) else (args[p[1]] if p[0] == "a" else time(p[1]))
                    for p in pieces)
+
+
+def aux_names(pred: str) -> Optional[tuple[str, ...]]:
+    """The variable names of an auxiliary predicate's arguments (time last)."""
+    return _NAMES.get(pred)
 
 
 def aux_template(pred: str) -> Optional[tuple[Piece, ...]]:
@@ -180,6 +186,7 @@ class Translator:
         digest = hashlib.sha256(repr((pieces, len(names))).encode()).hexdigest()[:8]
         name = f"{AUX_PREFIX}{a.atom.pred}_Since{m.lo}_{m.hi}_{b.atom.pred}_{digest}"
         _TEMPLATES[name] = tuple(_merge(pieces))
+        _NAMES[name] = (*names, ref.var)  # type: ignore[arg-type]
         head = Atom(name, tuple(Var(v) for v in names), base)
         if name not in self.aux_rules:
             self.aux_spans[name] = m.span
