@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Union
 
@@ -107,6 +108,20 @@ def render_aux(pred: str, args: list[str], time: Callable[[int], str]) -> Option
 def aux_names(pred: str) -> Optional[tuple[str, ...]]:
     """The variable names of an auxiliary predicate's arguments (time last)."""
     return _NAMES.get(pred)
+
+
+def readable(text: str) -> str:
+    """`text` with each auxiliary predicate name replaced by the operator it stands for."""
+    def sub(m: "re.Match[str]") -> str:
+        names = _NAMES.get(m.group(0))
+        if names is None:
+            return m.group(0)
+        shown = render_aux(m.group(0), list(names[:-1]), lambda d: str(Time(names[-1], d)))
+        return f"({shown})"
+    return _AUX_NAME.sub(sub, text)
+
+
+_AUX_NAME = re.compile(re.escape(AUX_PREFIX) + r"[A-Za-z0-9_]+")
 
 
 def aux_template(pred: str) -> Optional[tuple[Piece, ...]]:
