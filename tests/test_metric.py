@@ -441,3 +441,18 @@ def test_definite_answers_agree_with_meteor(engine):
         assert ours == _meteor_answers(rules, facts, _until(cp)), (text, rules, facts)
 
     check()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_windows_example_golden(engine, monkeypatch):
+    """examples/windows.tdl over its stream: tests/golden/windows_run.jsonl (reviewed by hand:
+    e.g. Alarm(wt2, 3) is definite at tick 4 because Quiet(wt2, 2) never came, so
+    Quiet Since[1,2] Service does not hold at 3 although Service(wt2, 1) did)."""
+    from tests.helpers import ROOT
+
+    monkeypatch.chdir(ROOT)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", "examples/windows.tdl", "--stream", "examples/windows.jsonl",
+                     "--format", "jsonl", "--engine", engine]) == 0
+    assert out.getvalue() == (ROOT / "tests/golden/windows_run.jsonl").read_text(encoding="utf-8")
