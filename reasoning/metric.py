@@ -232,8 +232,26 @@ class Translator:
                 raise ProgramError(f"this rule translates into a rule with more than "
                                    f"{MAX_LITERALS} body literals: narrow the intervals",
                                    span, self.source)
+            self._check_bound(head, body, items)
             out.append(GenRule(head, tuple(body)))
         return out
+
+    def _check_bound(self, head: Atom, body: list[GenLiteral], items: list[BodyItem]) -> None:
+        """A head variable written in the body but missing from one case: it occurs only in
+        the left side of a `Since[0,b]`, whose case s = R checks the right side alone."""
+        have = {v for g in body for v in g.literal.atom.variables()}
+        for v in head.variables():
+            if v in have:
+                continue
+            for m in items:
+                if isinstance(m, MetricLiteral) and m.op == "Since" and m.lo == 0 and \
+                        v in set(m.operands[0].atom.variables()):
+                    raise ProgramError(
+                        f"variable {v} of the head is bound only by the left side of "
+                        f"Since[0,{m.hi}], which the case s = {m.reference} does not check "
+                        f"({m.operands[1].atom.pred} alone makes it true there): bind {v} "
+                        f"elsewhere in the body or use a lower bound of at least 1",
+                        m.span, self.source)
 
 
 def _merge(pieces) -> list[Piece]:

@@ -115,6 +115,10 @@ def test_wellformed_errors_point_into_the_users_text():
     assert err.span.line == 2
     err = error_of(Q + "H(Y, T) :- A(X, T) Since[1,2] B(X, T).\n")
     assert (err.span.line, err.span.column) == (2, 3) and "variable Y" in err.message
+    err = error_of(Q + "H(Y, T) :- A(Y, T) Since[0,2] B(X, T).\n")
+    assert (err.span.line, err.span.column) == (2, 12), err.format()
+    assert "bound only by the left side of Since[0,2]" in err.message
+    compile_program(Q + "H(Y, T) :- A(Y, T) Since[1,2] B(X, T).\n")  # every case has A
 
 
 def test_too_many_rules():
