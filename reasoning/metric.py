@@ -111,17 +111,31 @@ def aux_names(pred: str) -> Optional[tuple[str, ...]]:
 
 
 def readable(text: str) -> str:
-    """`text` with each auxiliary predicate name replaced by the operator it stands for."""
+    """`text` with each auxiliary predicate (name, or atom `name(args, time)`) replaced by the
+    operator it stands for (messages of the analysis and of pre-processing)."""
     def sub(m: "re.Match[str]") -> str:
-        names = _NAMES.get(m.group(0))
+        name = m.group(1)
+        names = _NAMES.get(name)
         if names is None:
             return m.group(0)
-        shown = render_aux(m.group(0), list(names[:-1]), lambda d: str(Time(names[-1], d)))
+        args = m.group(2).split(", ") if m.group(2) is not None else list(names)
+        if len(args) != len(names):
+            return m.group(0)
+        shown = render_aux(name, args[:-1], lambda d: _shift_text(args[-1], d))
         return f"({shown})"
-    return _AUX_NAME.sub(sub, text)
+    return _AUX_ATOM.sub(sub, text)
 
 
-_AUX_NAME = re.compile(re.escape(AUX_PREFIX) + r"[A-Za-z0-9_]+")
+_AUX_ATOM = re.compile("(" + re.escape(AUX_PREFIX) + r"[A-Za-z0-9_]+)(?:\(([^()]*)\))?")
+_TIME_TEXT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?([+-]?[0-9]+)?$")
+
+
+def _shift_text(time: str, d: int) -> str:
+    """A printed time term plus d (`T+1` + 1 = `T+2`, `5` + 1 = `6`)."""
+    m = _TIME_TEXT.match(time.replace(" ", ""))
+    if m is None:
+        return f"{time}{d:+d}" if d else time
+    return str(Time(m.group(1), int(m.group(2) or 0) + d))
 
 
 def aux_template(pred: str) -> Optional[tuple[Piece, ...]]:

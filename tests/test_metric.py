@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reasoning.cli import main
@@ -154,7 +154,7 @@ def metric_programs(draw, negation: bool = True, offsets: bool = True, future: b
                 neg = negation and draw(st.integers(0, 2)) == 0
                 k = draw(st.integers(-1, 1)) if offsets else 0
                 lo = draw(st.integers(0, 2))
-                hi = lo + draw(st.integers(0, 2))
+                hi = lo + draw(st.integers(0, 2 if level == 1 else 1))  # P_Q stays small
                 preds = (draw(st.sampled_from(lower)), draw(st.sampled_from(lower)))
                 items.append((kind, neg, k, lo, hi, preds))
             if all(i[1] for i in items):
@@ -267,7 +267,14 @@ def test_operators_mean_their_hand_expansion(engine):
     def check(data):
         text, hand, aux, delays = data.draw(metric_programs())
         stream = _stream(data.draw, delays)
-        cp, hp = compile_program(text, "<ops>"), compile_program(hand, "<hand>")
+        try:
+            hp = compile_program(hand, "<hand>")
+        except ProgramError as e:  # P_Q over the budget (preprocess.py): the same for both
+            assert "exceeds the budget" in e.message, e.format()
+            with pytest.raises(ProgramError, match="exceeds the budget"):
+                compile_program(text, "<ops>")
+            return
+        cp = compile_program(text, "<ops>")
         a, b = Session(cp, engine=engine), Session(hp, engine=engine)
         fix = _as_operator(aux)
         for tau in range(_until(hp) + 1):
@@ -373,10 +380,10 @@ def meteor_cases(draw):
                               (2, EDB + ("P1",), ("plain",) + OPS[:4])):
         for _ in range(draw(st.integers(1, 2))):
             items = []
-            for _ in range(draw(st.integers(1, 3))):
+            for _ in range(draw(st.integers(1, 3 if level == 2 else 2))):
                 kind = draw(st.sampled_from(ops))
                 lo = draw(st.integers(0, 2))
-                hi = lo + draw(st.integers(0, 2))
+                hi = lo + draw(st.integers(0, 2 if level == 1 else 1))  # P_Q stays small
                 items.append((kind, False, 0, lo, hi,
                               (draw(st.sampled_from(lower)), draw(st.sampled_from(lower)))))
             ours.append(f"P{level}(X, T) :- {', '.join(_written(i) for i in items)}.")
@@ -431,7 +438,11 @@ def test_definite_answers_agree_with_meteor(engine):
     @given(meteor_cases())
     def check(case):
         text, rules, facts = case
-        cp = compile_program(text, "<gen>")
+        try:
+            cp = compile_program(text, "<gen>")
+        except ProgramError as e:  # P_Q over the budget (preprocess.py): not this test's
+            assert "exceeds the budget" in e.message, e.format()
+            assume(False)
         sess = Session(cp, engine=engine)
         stream: dict = {}
         for e, c, t in facts:
