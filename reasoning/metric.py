@@ -191,6 +191,10 @@ class Translator:
             o = item.operand
             return [[GenLiteral(item.literal, o.span, o.arg_spans)]]
         m = item
+        if m.hi - m.lo + 1 > MAX_LITERALS:
+            raise ProgramError(f"the window of {m.op}[{m.lo},{m.hi}] has {m.hi - m.lo + 1} ticks; "
+                               f"at most {MAX_LITERALS} are translated (one atom or rule "
+                               f"each): narrow the interval", m.span, self.source)
         if m.op == "Since":
             if m.positive:
                 return _since_cases(m, *m.operands)

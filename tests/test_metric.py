@@ -121,6 +121,11 @@ def test_wellformed_errors_point_into_the_users_text():
     compile_program(Q + "H(Y, T) :- A(Y, T) Since[1,2] B(X, T).\n")  # every case has A
 
 
+def test_wide_windows_are_refused_before_they_are_built():
+    err = error_of(Q + "H(X, T) :- Boxminus[0,99999999999] A(X, T).\n")
+    assert "has 100000000000 ticks; at most 4096" in err.message and err.span.column == 12
+
+
 def test_too_many_rules():
     ops = ", ".join(f"Diamondminus[0,15] A{i}(X, T)" for i in range(4))
     err = error_of(Q + f"H(X, T) :- {ops}.\n")
