@@ -121,7 +121,19 @@ def _unexpected_token_error(err: UnexpectedToken, text: str, file: str) -> Progr
         span = Span(file, line, col, line, col + 1)
         return ProgramError(f"unexpected end of input; {expected}", span, text)
     span = _token_span(tok, file)
-    return ProgramError(f'unexpected "{tok.value}"; {expected}', span, text)
+    return ProgramError(f'unexpected "{tok.value}"; {expected}{_metric_hint(err)}', span, text)
+
+
+def _metric_hint(err: UnexpectedToken) -> str:
+    """Why a metric operator was not accepted: nested, or `not` inside it."""
+    history = getattr(err, "token_history", None) or []
+    prev = str(history[-1]) if history else ""
+    if err.token.value == "[" and (prev in OPERATORS or prev == "Since"):
+        return (f" ({prev} cannot be used here: metric operators apply to an atom and cannot "
+                f"be nested; define the inner window by a rule of its own)")
+    if prev == "not" and err.token.type == "NAME":
+        return " (`not` goes in front of a metric operator: not Boxminus[a,b] A(X, T))"
+    return ""
 
 
 def _unexpected_char_error(err: UnexpectedCharacters, text: str, file: str) -> ProgramError:

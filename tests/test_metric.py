@@ -121,6 +121,16 @@ def test_wellformed_errors_point_into_the_users_text():
     compile_program(Q + "H(Y, T) :- A(Y, T) Since[1,2] B(X, T).\n")  # every case has A
 
 
+@pytest.mark.parametrize("body,col,message", [
+    ("Boxminus[1,2] not A(X, T)", 30, "`not` goes in front of a metric operator"),
+    ("Boxminus[1,2] Diamondminus[0,1] A(X, T)", 38, "cannot be nested"),
+    ("Boxminus(X, T)", 20, 'unexpected "("; expected "["'),
+])
+def test_misplaced_operators(body, col, message):
+    err = error_of(Q + f"H(X, T) :- {body}.\n")
+    assert (err.span.line, err.span.column) == (2, col) and message in err.message, err.format()
+
+
 def test_wide_windows_are_refused_before_they_are_built():
     err = error_of(Q + "H(X, T) :- Boxminus[0,99999999999] A(X, T).\n")
     assert "has 100000000000 ticks; at most 4096" in err.message and err.span.column == 12
