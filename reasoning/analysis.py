@@ -139,9 +139,12 @@ def _sccs(nodes: list[str], succ: Mapping[str, list[str]]) -> list[list[str]]:
 
 
 def _not_stratified(prog: Program, edge: Edge, why: str) -> ProgramError:
+    from .metric import readable
+
     rule = prog.rules[edge.rule_index]
+    why = readable(why)
     return ProgramError(
-        f"program is not T-stratified: {why} (rule `{rule}`); Π↓ admits no stratification "
+        f"program is not T-stratified: {why} (rule `{prog.written(edge.rule_index)}`); Π↓ admits no stratification "
         f"(002 Def. 1)",
         rule.span,
         prog.source,

@@ -1,6 +1,7 @@
 """Compile a program: parse → well-formedness → analysis → pre-processing into 𝐐 and P_Q."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class CompiledProgram:
                 }
             preds.append(entry)
         st = an.stratification
-        return {
+        out = {
             "format": "hypo-check/1",
             "file": self.program.file,
             "hash": self.text_hash,
@@ -93,6 +94,13 @@ class CompiledProgram:
                 for q in self.queries
             ],
         }
+        if self.program.translations:  # only for programs with metric operators
+            out["translations"] = [
+                {"line": t.span.line, "rule": " ".join(t.text.split()),
+                 "rules": [str(self.program.rules[i]) for i in t.rules]}
+                for t in self.program.translations
+            ]
+        return out
 
 
 def _query_time_ok(q: Atom) -> bool:
@@ -109,12 +117,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     qspan = prog.query_span
     if query is not None:
         qatom = parse_atom(query, "--query", prog.rigid)
-        prog = Program(
-            rules=prog.rules, facts=prog.facts, query=qatom,
-            query_span=Span("--query", 1, 1, 1, len(query.rstrip()) + 1),
-            delays=prog.delays, domain=prog.domain, rigid=prog.rigid,
-            rigid_spans=prog.rigid_spans, source=prog.source, file=prog.file,
-        )
+        prog = dataclasses.replace(
+            prog, query=qatom, query_span=Span("--query", 1, 1, 1, len(query.rstrip()) + 1))
         qspan = prog.query_span
     if prog.query is None:
         raise ProgramError(
@@ -203,11 +207,14 @@ def describe_text(cp: CompiledProgram) -> str:
     for name in sorted(set(an.arities) | set(an.rigid)):
         if name in an.rigid:
             lines.append(f"  {name}/{an.rigid[name]}  rigid (background facts)")
+        elif name in an.idb and aux_meaning(name) is not None:
+            lines.append(f"  {name}/{an.arities[name]}  IDB, auxiliary: {aux_meaning(name)}")
         elif name in an.idb:
             lines.append(f"  {name}/{an.arities[name]}  IDB")
         else:
             lines.append(f"  {name}/{an.arities[name]}  EDB  δ: {cp.delays.describe(name)}"
                          f" (max {cp.delays.max(name)})")
+    lines += _describe_translations(cp.program)
     lines += ["", "properties:",
               f"  nonrecursive: {'yes' if an.nonrecursive else 'no'}",
               f"  connected: {'yes' if an.connected else 'no'}",
@@ -224,6 +231,30 @@ def describe_text(cp: CompiledProgram) -> str:
         body = ", ".join(str(t) for t in q.templates) if q.templates else ""
         lines.append(f"    P_Q{q.qid} = {{{body}}}")
     return "\n".join(lines) + "\n"
+
+
+def aux_meaning(pred: str) -> Optional[str]:
+    """What an auxiliary predicate of `not Since` holds for, e.g. `A(X, T) Since[1,2] B(X, T)`."""
+    from .metric import AUX_PREFIX, aux_names, render_aux
+
+    if not pred.startswith(AUX_PREFIX):
+        return None
+    names = aux_names(pred)
+    if names is None:
+        return None
+    return render_aux(pred, list(names[:-1]), lambda d: str(Time(names[-1], d)))
+
+
+def _describe_translations(prog: Program) -> list[str]:
+    """`hypo check`: each rule written with metric operators and the plain rules it became."""
+    if not prog.translations:
+        return []
+    out = ["", "metric operators, translated into plain rules (the analysis below is of these):"]
+    for t in prog.translations:
+        out.append(f"  line {t.span.line}: {' '.join(t.text.split())}")
+        for i in t.rules:
+            out.append(f"    {prog.rules[i]}")
+    return out
 
 
 def dumps(cp: CompiledProgram) -> str:

@@ -27,7 +27,9 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .errors import ProgramError
-from .syntax import Atom, Const, DelayDecl, Literal, Program, Rule, Span, Time, Var
+from .metric import (AUX_PREFIX, OPERATORS, BodyItem, GenRule, MetricLiteral, Operand,
+                     PlainLiteral, Translator, check_operand)
+from .syntax import Atom, Const, DelayDecl, Literal, Program, Rule, Span, Time, Translation, Var
 
 SpanTable = dict[tuple[str, int, int, int], Span]
 
@@ -42,6 +44,9 @@ _TERMINAL_NAMES = {
     "_ARROW": '"->"',
     "_AND": None,  # shown as ","
     "_NEG": None,  # shown as "not"
+    "UNARY_OP": None,  # metric operators are not suggested where an atom is expected
+    "SINCE": None,
+    "INFINITY": '"inf"',
 }
 _DIRECTIVES = ("#query", "#domain", "#delay", "#rigid")
 
@@ -116,7 +121,19 @@ def _unexpected_token_error(err: UnexpectedToken, text: str, file: str) -> Progr
         span = Span(file, line, col, line, col + 1)
         return ProgramError(f"unexpected end of input; {expected}", span, text)
     span = _token_span(tok, file)
-    return ProgramError(f'unexpected "{tok.value}"; {expected}', span, text)
+    return ProgramError(f'unexpected "{tok.value}"; {expected}{_metric_hint(err)}', span, text)
+
+
+def _metric_hint(err: UnexpectedToken) -> str:
+    """Why a metric operator was not accepted: nested, or `not` inside it."""
+    history = getattr(err, "token_history", None) or []
+    prev = str(history[-1]) if history else ""
+    if err.token.value == "[" and (prev in OPERATORS or prev == "Since"):
+        return (f" ({prev} cannot be used here: metric operators apply to an atom and cannot "
+                f"be nested; define the inner window by a rule of its own)")
+    if prev == "not" and err.token.type == "NAME":
+        return " (`not` goes in front of a metric operator: not Boxminus[a,b] A(X, T))"
+    return ""
 
 
 def _unexpected_char_error(err: UnexpectedCharacters, text: str, file: str) -> ProgramError:
@@ -427,6 +444,9 @@ class _ProgramBuilder:
         self.query_span = Span(file)
         self.query_stmt_span: Optional[Span] = None
         self.spans: SpanTable = {}
+        self.translator = Translator(source)
+        self.aux_done: set[str] = set()
+        self.translations: list[Translation] = []
 
     def build(self, tree: Tree) -> tuple[Program, SpanTable]:
         """Two passes: `#rigid` declarations first, then everything else."""
@@ -451,11 +471,18 @@ class _ProgramBuilder:
             rigid_spans=dict(self.rigid_spans),
             source=self.source,
             file=self.file,
+            translations=tuple(self.translations),
         )
 
     def _raw(self, tree: Tree) -> _RawAtom:
-        """Raw atom of an `atom`/`bare_atom` tree."""
-        return _raw_atom(tree, self.file, self.source)
+        """Raw atom of an `atom`/`bare_atom` tree (names `__…` are reserved: metric.py)."""
+        raw = _raw_atom(tree, self.file, self.source)
+        if raw.pred.startswith(AUX_PREFIX):
+            name = raw.span
+            span = Span(name.file, name.line, name.column, name.line, name.column + len(raw.pred))
+            raise ProgramError(f"predicate names starting with {AUX_PREFIX} are reserved for the "
+                               f"auxiliary predicates of metric operators", span, self.source)
+        return raw
 
     # -- rules and facts
 
@@ -478,19 +505,116 @@ class _ProgramBuilder:
         self._add_rule(stmt, head_tree, body_tree, head_first=False)
 
     def _add_rule(self, stmt: Tree, head_tree: Tree, body_tree: Tree, head_first: bool) -> None:
-        """Sort a rule's atoms in source order and append it."""
+        """Sort a rule's atoms in source order and append it (translated, if it has metric
+        operators: metric.py)."""
         head = self._raw(head_tree)
-        body = [(lit.data == "pos_literal", self._raw(lit.children[0])) for lit in body_tree.children]
-        scope = _Scope(self.source, _reserved_names([head, *(a for _, a in body)]))
+        entries = []  # (positive, raw atom) or (positive, metric tree, raw operands)
+        for lit in body_tree.children:
+            positive = lit.data.startswith("pos_")
+            if lit.data.endswith("_literal"):
+                entries.append((positive, self._raw(lit.children[0])))
+            else:
+                m = lit.children[0]
+                atoms = [c for c in m.children if isinstance(c, Tree) and c.data != "interval"]
+                entries.append((positive, m, [self._raw(a) for a in atoms]))
+        body_raws = [r for e in entries for r in (e[2] if len(e) == 3 else [e[1]])]
+        scope = _Scope(self.source, _reserved_names([head, *body_raws]))
         head_atom = _sort_atom(head, self.rigid, scope) if head_first else None
-        literals = tuple(Literal(_sort_atom(a, self.rigid, scope), pos) for pos, a in body)
+        sorted_entries = []
+        for e in entries:
+            if len(e) == 2:
+                sorted_entries.append((e[0], e[1], _sort_atom(e[1], self.rigid, scope)))
+            else:
+                sorted_entries.append((e[0], e[1], [_sort_atom(r, self.rigid, scope) for r in e[2]],
+                                       e[2]))
         if head_atom is None:
             head_atom = _sort_atom(head, self.rigid, scope)
+        span = _meta_span(stmt, self.file)
+        if all(len(e) == 3 for e in sorted_entries):
+            literals = tuple(Literal(atom, pos) for pos, _, atom in sorted_entries)
+            index = len(self.rules)
+            _record_spans(self.spans, ("rule", index, -1), head)
+            for i, (_, raw, _) in enumerate(sorted_entries):
+                _record_spans(self.spans, ("rule", index, i), raw)
+            self.rules.append(Rule(head_atom, literals, span))
+            return
+        items = [self._body_item(e) for e in sorted_entries]
+        first = len(self.rules)
+        for g in self.translator.rule(head_atom, items, span):
+            _record_spans(self.spans, ("rule", len(self.rules), -1), head)
+            self._add_generated(g, span)
+        for name, rules in self.translator.aux_rules.items():
+            if name in self.aux_done:
+                continue
+            self.aux_done.add(name)
+            for g in rules:
+                self.spans[("rule", len(self.rules), -1, -1)] = self.translator.aux_spans[name]
+                self._add_generated(g, span)
+        text = self.source[stmt.meta.start_pos:stmt.meta.end_pos]
+        self.translations.append(Translation(text, span, tuple(range(first, len(self.rules)))))
+
+    def _add_generated(self, g: GenRule, span: Span) -> None:
+        """Append a rule made by metric.py; its literals point at the user's text."""
         index = len(self.rules)
-        _record_spans(self.spans, ("rule", index, -1), head)
-        for i, (_, raw) in enumerate(body):
-            _record_spans(self.spans, ("rule", index, i), raw)
-        self.rules.append(Rule(head_atom, literals, _meta_span(stmt, self.file)))
+        for i, gl in enumerate(g.body):
+            self.spans[("rule", index, i, -1)] = gl.span
+            for j, sp in enumerate(gl.arg_spans):
+                self.spans[("rule", index, i, j)] = sp
+        self.rules.append(Rule(g.head, tuple(gl.literal for gl in g.body), span))
+
+    def _body_item(self, entry) -> BodyItem:
+        """A sorted body entry as metric.py's PlainLiteral or MetricLiteral."""
+        if len(entry) == 3:
+            pos, raw, atom = entry
+            return PlainLiteral(Literal(atom, pos), _operand(raw, atom))
+        pos, m, atoms, raws = entry
+        ops = tuple(_operand(r, a) for r, a in zip(raws, atoms))
+        optok = next(c for c in m.children if isinstance(c, Token))
+        itv = next(c for c in m.children if isinstance(c, Tree) and c.data == "interval")
+        op = "Since" if m.data == "since_metric" else OPERATORS[str(optok)]
+        op_span = Span(self.file, optok.line, optok.column, itv.meta.end_line, itv.meta.end_column)
+        lo, hi = self._interval(itv, op, op_span)
+        for o in ops:
+            check_operand(o, op, self.rigid, self.source)
+        if op == "Since" and ops[0].atom.time != ops[1].atom.time:
+            a, b = ops[0].atom, ops[1].atom
+            raise ProgramError(f"both sides of Since must have the same time term (the left "
+                               f"one has {a.time}, the right one {b.time})",
+                               ops[1].arg_spans[-1], self.source)
+        text = self.source[m.meta.start_pos:m.meta.end_pos]
+        return MetricLiteral(op, lo, hi, ops, pos, _meta_span(m, self.file), text)
+
+    def _interval(self, itv: Tree, op: str, span: Span) -> tuple[int, int]:
+        """`[a,b]` with natural numbers a ≤ b (unbounded and open intervals are refused)."""
+        closing = self.source[itv.meta.end_pos - 1]
+        bounds = []
+        for b in itv.children:
+            text = "".join(str(t) for t in b.children)
+            if b.data == "inf_bound" or (b.data == "name_bound" and text.lower() in _INFINITE):
+                bounds.append(None)
+            elif b.data == "name_bound":
+                raise ProgramError(f"expected a natural number or inf as a bound of {op}, "
+                                   f"not {text}", _meta_span(b, self.file), self.source)
+            elif b.data == "neg_bound":
+                raise ProgramError(f"negative bound -{text}: the interval of {op} is [a,b] "
+                                   f"with natural numbers 0 ≤ a ≤ b", _meta_span(b, self.file),
+                                   self.source)
+            else:
+                bounds.append(_number(text, _meta_span(b, self.file), self.source, "bound"))
+        lo, hi = bounds
+        if lo is None or hi is None:
+            shown = "∞" if lo is None else str(lo)
+            raise ProgramError(
+                f"unbounded interval [{shown},∞) in {op}: it would need a recursive definition "
+                f"(a window that extends one tick at a time), on which pre-processing does not "
+                f"terminate (000 Example 7); give a finite upper bound, [a,b]", span, self.source)
+        if closing != "]":
+            raise ProgramError(f"the interval of {op} is closed, [{lo},{hi}]: bounds are ticks "
+                               f"(write [{lo},{hi - 1}] for [{lo},{hi}) )", span, self.source)
+        if lo > hi:
+            raise ProgramError(f"empty interval [{lo},{hi}] in {op}: the lower bound must not "
+                               f"exceed the upper one (0 ≤ a ≤ b)", span, self.source)
+        return lo, hi
 
     # -- directives
 
@@ -564,6 +688,14 @@ class _ProgramBuilder:
                 raise ProgramError(msg, span, self.source)
             self.rigid.setdefault(str(name), arity)
             self.rigid_spans.setdefault(str(name), span)
+
+
+def _operand(raw: _RawAtom, atom: Atom) -> Operand:
+    """A sorted atom with the spans of its text."""
+    return Operand(atom, raw.span, tuple(t.span for t in raw.terms))
+
+
+_INFINITE = ("inf", "infinity")
 
 
 def _pattern_entry(term: Var | Const) -> Optional[str]:

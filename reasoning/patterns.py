@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Union
 
+from .metric import AUX_PREFIX, render_aux
 from .preprocess import Query, Template
 from .syntax import Atom, Const, Literal, Time, Var
 
@@ -83,11 +84,16 @@ class LitPattern:
             else:
                 parts.append(str(Const(x)))
         if self.tvar is None:
-            parts.append(str(self.toff))
+            time = lambda d: str(self.toff + d)  # noqa: E731
         else:
             tv = b[self.tvar]
-            parts.append(str(Time(names[self.tvar], self.toff)) if tv is None else str(tv + self.toff))
-        s = f"{self.pred}({', '.join(parts)})"
+            time = lambda d: (str(Time(names[self.tvar], self.toff + d)) if tv is None  # noqa: E731
+                              else str(tv + self.toff + d))
+        s = None
+        if self.pred.startswith(AUX_PREFIX):  # `not A(…) Since[a,b] B(…)` as written
+            s = render_aux(self.pred, parts, time)
+        if s is None:
+            s = f"{self.pred}({', '.join([*parts, time(0)])})"
         return s if self.positive else f"not {s}"
 
 

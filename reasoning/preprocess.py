@@ -419,17 +419,21 @@ class Preprocessor:
             why = (f"this rule alone has {_count(b.size)} {unit}, its body atoms' "
                    f"alternatives multiplied")
         rule = self.prog.rules[b.rule_index]
+        from .metric import readable  # auxiliary predicates as the operators they stand for
+
         return ProgramError(
-            f"pre-processing of {query} exceeds the budget of {limit} {what} ({effect}, "
-            f"002 §2): {why}",
+            readable(f"pre-processing of {query} exceeds the budget of {limit} {what} "
+                     f"({effect}, 002 §2): {why}"),
             rule.span if rule.span.line else span, self.prog.source,
         )
 
     def _nontermination_error(self, query: Atom, span: Span,
                               origin: Optional[Rule]) -> ProgramError:
         """A derivation deeper than any nonrecursive program's: recursion (000 Example 7)."""
+        from .metric import readable
+
         return ProgramError(
-            f"pre-processing of {query} does not terminate (a derivation more than "
+            f"pre-processing of {readable(str(query))} does not terminate (a derivation more than "
             f"{self.max_height} resolution levels deep, through this rule; 000 Example 7)",
             origin.span if origin is not None and origin.span.line else span,
             self.prog.source,

@@ -160,6 +160,15 @@ class DelayDecl:
 
 
 @dataclass(frozen=True)
+class Translation:
+    """A rule written with metric operators and the plain rules it became (metric.py)."""
+
+    text: str  # the rule as written
+    span: Span
+    rules: tuple[int, ...]  # indices into Program.rules (auxiliary definitions included)
+
+
+@dataclass(frozen=True)
 class Program:
     """A parsed program: rules, rigid facts, directives (before analysis)."""
 
@@ -173,6 +182,14 @@ class Program:
     rigid_spans: Mapping[str, Span] = field(default_factory=dict, compare=False)
     source: str = ""
     file: str = "<input>"
+    translations: tuple[Translation, ...] = ()  # rules written with metric operators
+
+    def written(self, index: int) -> str:
+        """The rule at `index` as the user wrote it (a generated rule: its origin's text)."""
+        for t in self.translations:
+            if index in t.rules:
+                return t.text
+        return str(self.rules[index])
 
 
 def atom_constants(atoms: Iterable[Atom]) -> set[str]:

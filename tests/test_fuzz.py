@@ -24,7 +24,8 @@ EXAMPLE_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.glob("*.
 TOKENS = ["#query", "#delay", "#domain", "#rigid", "not", "¬", ":-", "->", "→", "∧", "(", ")",
           ",", ".", "=", "/", "+", "-", "T", "X", "Y", "T+1", "T-1", "Hot", "Flag", "OK",
           "wt1", "0", "1", "2", "9" * 19, "1" + "0" * 4400, "%", "\n", " ", "\t", "\"",
-          "'", "\x00", "\x1b[31m", "é", "😀", "[", "]", "{", "}"]
+          "'", "\x00", "\x1b[31m", "é", "😀", "[", "]", "{", "}",
+          "Boxminus", "⟐", "Diamondplus", "Since", "[1,2]", "[0,inf)", "*", "∞", "__"]
 SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=list(HealthCheck))
 MEMORY = 64 * 2 ** 20  # bytes a single parse may allocate

@@ -29,6 +29,7 @@ CASES = {
     "inconsistent": ("inconsistent.tdl", [], 0),  # 002 Example 8
     "local_mgu": ("local_mgu.tdl", [], 0),  # 002 Example 12
     "not_stratified": ("not_stratified.tdl", [], 2),
+    "windows": ("windows.tdl", [], 0),  # 004 metric operators (issue 12), translated
 }
 
 

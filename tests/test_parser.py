@@ -342,8 +342,12 @@ def test_round_trip_str_atom(a):
 def test_round_trip_examples():
     for path in sorted(EXAMPLES.glob("*.tdl")):
         prog = parse_program(path.read_text(encoding="utf-8"))
-        again = parse_program("\n".join(str(r) for r in prog.rules))
-        assert again.rules == prog.rules, path.name
+        # a rule written with metric operators prints as itself (its translation has
+        # reserved __ names): it round-trips through its text
+        made = {i for t in prog.translations for i in t.rules}
+        again = parse_program("\n".join([str(r) for i, r in enumerate(prog.rules) if i not in made]
+                                        + [t.text for t in prog.translations]))
+        assert sorted(map(str, again.rules)) == sorted(map(str, prog.rules)), path.name
 
 
 def test_round_trip_rigid_rule():

@@ -12,6 +12,7 @@ import json
 from typing import Optional
 
 from ..explain import DEFINITE, HYPOTHETICAL, PENDING, static_horizons
+from ..metric import aux_template
 from ..syntax import Const, Time
 from .layout import BOOL, INT, OBJ, decode_nogoods, vcol
 from .unify import cover_spec, literal_vars
@@ -78,27 +79,39 @@ class Renderer:
                     static.clear()
                 parts.append(x)
 
-        put(("" if lp.positive else "not ") + lp.pred + "(")
-        first = True
-        for isvar, x in lp.args:
-            if not first:
-                put(", ")
-            first = False
+        def arg(isvar, x):
             if not isvar:
                 put(str(Const(x)))
             elif x in P:
                 put(self._cfmt(B.col(vcol(x))))
             else:
                 put(tp.names[x])
-        if not first:
-            put(", ")
-        if lp.tvar is None:
-            put(str(lp.toff))
-        elif lp.tvar in P:
-            put(B.to_str(B.col(vcol(lp.tvar)) + B.lit(lp.toff, INT)))
+
+        def time(d: int):
+            if lp.tvar is None:
+                put(str(lp.toff + d))
+            elif lp.tvar in P:
+                put(B.to_str(B.col(vcol(lp.tvar)) + B.lit(lp.toff + d, INT)))
+            else:
+                put(str(Time(tp.names[lp.tvar], lp.toff + d)))
+
+        put("" if lp.positive else "not ")
+        pieces = aux_template(lp.pred)  # `not A(…) Since[a,b] B(…)` as written (metric.py)
+        if pieces is not None:
+            for p in pieces:
+                if isinstance(p, str):
+                    put(p)
+                elif p[0] == "a":
+                    arg(*lp.args[p[1]])
+                else:
+                    time(p[1])
         else:
-            put(str(Time(tp.names[lp.tvar], lp.toff)))
-        put(")")
+            put(lp.pred + "(")
+            for isvar, x in lp.args:
+                arg(isvar, x)
+                put(", ")
+            time(0)
+            put(")")
         if static:
             parts.append(B.lit("".join(static), OBJ))
         return parts[0] if len(parts) == 1 else B.concat_str(parts)
