@@ -219,19 +219,25 @@ class Changes:
         if cur is None:
             cur = pl.DataFrame(schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String,
                                        "akey": pl.String, "status": pl.String})
-        cur = cur.with_columns(body=pl.col("line").str.slice(len(prefix)))
+        # answers and lines are compared by 128-bit hashes (two seeds) of their text: joins on
+        # integers instead of ~200-byte strings (a collision has probability ~n²/2¹²⁸)
+        body = pl.col("line").str.slice(len(prefix))
+        cur = cur.with_columns(body=body, a1=pl.col("akey").hash(11), a2=pl.col("akey").hash(12),
+                               l1=body.hash(13), l2=body.hash(14))
         prev = self.prev
-        self.prev = cur.select("skey", "akey", "body", "status")
+        self.prev = cur.select("skey", "a1", "a2", "l1", "l2", "body", "status")
         if prev is None:
             changed = cur.with_columns(upd=pl.lit(False))
             gone = None
         else:
-            added = cur.join(prev.select("akey", "body"), on=["akey", "body"], how="anti")
-            dropped = prev.join(cur.select("akey", "body"), on=["akey", "body"], how="anti")
-            keys = pl.concat([added.select("akey"), dropped.select("akey")]).unique()
-            changed = cur.join(keys, on="akey", how="semi").with_columns(
-                upd=pl.col("akey").is_in(prev.get_column("akey").implode()))
-            gone = dropped.join(cur.select("akey"), on="akey", how="anti").filter(
+            key, line = ["a1", "a2"], ["a1", "a2", "l1", "l2"]
+            added = cur.select(line).join(prev.select(line), on=line, how="anti")
+            dropped = prev.join(cur.select(line), on=line, how="anti")
+            keys = pl.concat([added.select(key), dropped.select(key)]).unique()
+            changed = cur.join(keys, on=key, how="semi").join(
+                prev.select(key).unique().with_columns(upd=pl.lit(True)), on=key, how="left",
+                maintain_order="left").with_columns(pl.col("upd").fill_null(False))
+            gone = dropped.join(cur.select(key), on=key, how="anti").filter(
                 pl.col("status") != "definite").sort("skey")
         change = (pl.when(pl.col("status") == "definite").then(pl.lit("decided"))
                   .when(pl.col("upd")).then(pl.lit("updated")).otherwise(pl.lit("new")))
