@@ -42,6 +42,9 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     ahead = next(slices, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
+    pruner = _Pruner(args, cp, sess, err) if _wants_confidence(args) else None
+    if pruner is not None and pruner.prunes:
+        margin = None  # a replayed quiet stretch would rebuild pruned answers
     quiet = 0  # ticks in a row without facts that printed nothing
     while True:
         if args.until is not None:
@@ -67,12 +70,16 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
                       f"already arrived", file=err)
         duplicates += rep.duplicates
         accepted += len(sl) - rep.duplicates
+        if pruner is not None:
+            pruner.tick(tau, sl.facts())
         if args.format == "jsonl":
             if changes is not None:
-                lines = changes.update(tau, sess.keyed(args.all_queries, args.all))
+                lines = changes.update(tau, sess.keyed(args.all_queries, args.all)
+                                       if pruner is None else pruner.keyed())
                 silent = not lines
             else:
-                lines = sess.lines(args.all_queries, args.all, args.ground)
+                lines = (sess.lines(args.all_queries, args.all, args.ground) if pruner is None
+                         else pruner.lines())
                 silent = not lines
                 if not lines:
                     lines = [json.dumps({"tick": tau, "query": main_q, "status": "none"})]
@@ -81,10 +88,15 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         else:
             objs = sess.objects(args.all_queries, args.all, args.ground)
             main_objs = sess.objects(False, True, False)
+            cf = None
+            if pruner is not None:
+                objs, main_objs = pruner.shown(objs), pruner.shown(main_objs)
+                cf = pruner.conf.of if args.confidence else None
             cur = {answer_key(o) for o in main_objs}
             refuted = [o for k, o in prev_hyp.items() if k not in cur]
             prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
-            _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q)
+            _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q,
+                       cf)
             silent = not objs and not refuted
         quiet = quiet + 1 if silent and not len(sl) else 0
         tau += 1
@@ -109,6 +121,8 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         ign = (f", {sum(reader.ignored.values())} ignored ("
                + ", ".join(f"{p} {n}" for p, n in sorted(reader.ignored.items()))
                + ": declared in #delay, used by no rule)")
+    if pruner is not None and pruner.prunes:
+        ign += pruner.summary()
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
           f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected{ign}", file=err)
     return 1 if reader.rejected else 0
@@ -256,7 +270,114 @@ def _duplicate_lines(entries, dups):
     return sorted(out, key=lambda x: x[1])
 
 
-def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
+def _wants_confidence(args) -> bool:
+    return bool(getattr(args, "confidence", False) or getattr(args, "min_confidence", None)
+                is not None or getattr(args, "max_state", None) is not None)
+
+
+class _Pruner:
+    """`--confidence`, `--min-confidence p`, `--max-state N` (002 §8): the arrival model fed
+    every tick, the confidences of the printed answers, and the pruning of the main query's
+    hypothetical and pending answers (never definite ones).  The row engine's S_τ loses the
+    pruned answers; the columnar executor's state is left as it is and only what is printed
+    is pruned (a pruned answer stays hidden until it becomes definite)."""
+
+    def __init__(self, args, cp, sess: Session, err: TextIO):
+        from .confidence import Confidence
+
+        self.args, self.sess, self.err = args, sess, err
+        self.conf = Confidence(cp)
+        self.main_q = str(cp.main.atom)
+        self.prunes = args.min_confidence is not None or args.max_state is not None
+        self.hidden: set = set()
+        self.n_low = self.n_over = 0
+        self.state_pruned = 0
+
+    def tick(self, tau: int, facts) -> None:
+        if self.sess.row is not None:
+            self.hidden = set()  # the row engine's pruned answers are gone from S_τ
+        objs = self.sess.objects(True, True, False)
+        self.conf.observe(tau, facts, objs)
+        if not self.prunes:
+            return
+        a = self.args
+        cand = [(self.conf.of(o), json.dumps(o, sort_keys=True), o) for o in objs
+                if o["query"] == self.main_q and o["status"] != DEFINITE
+                and answer_key(o) not in self.hidden]
+        low = [x for x in cand if a.min_confidence is not None and x[0] < a.min_confidence]
+        keep = [x for x in cand if not (a.min_confidence is not None and x[0] < a.min_confidence)]
+        over = []
+        if a.max_state is not None and len(keep) > a.max_state:
+            keep.sort(key=lambda x: (-x[0], x[1]))
+            over = keep[a.max_state:]
+        gone = {answer_key(x[2]) for x in low + over}
+        if not gone:
+            return
+        self.n_low += len(low)
+        self.n_over += len(over)
+        self.hidden |= gone
+        if self.sess.row is not None:
+            self.state_pruned += self._prune_row(gone)
+        print(f"tick {tau}: pruned {len(low) + len(over)} answer(s) of {self.main_q} "
+              f"({len(low)} below --min-confidence, {len(over)} beyond --max-state)",
+              file=self.err)
+
+    def _prune_row(self, keys: set) -> int:
+        eng, ex = self.sess.row, self.sess.ex
+        n = 0
+        for ans in list(eng.answers):
+            tp = eng.templates[ans.tid]
+            if tp.qid != eng.main_qid or eng.is_definite(ans):
+                continue
+            if answer_key(ex.render(ans, eng.tau)) in keys:
+                eng.remove(ans)
+                n += 1
+        return n
+
+    def shown(self, objs: list) -> list:
+        if not self.hidden:
+            return objs
+        return [o for o in objs if o["status"] == DEFINITE or answer_key(o) not in self.hidden]
+
+    def _objs(self) -> list:
+        a = self.args
+        return self.shown(self.sess.objects(a.all_queries, a.all, a.ground))
+
+    def _line(self, o: dict) -> str:
+        from .confidence import line_with_confidence
+
+        if self.args.confidence:
+            return line_with_confidence(o, self.conf.of(o))
+        return json.dumps(o, ensure_ascii=False)
+
+    def lines(self) -> list[str]:
+        return [self._line(o) for o in self._objs()]
+
+    def keyed(self):
+        import polars as pl
+
+        from .columnar.render import answer_key_text
+
+        a = self.args
+        objs = self.shown(self.sess.objects(a.all_queries, a.all, False))
+        return pl.DataFrame(
+            {"grp": [0 if o["query"] == self.main_q else 1 for o in objs],
+             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+             "line": [self._line(o) for o in objs],
+             "akey": [answer_key_text(o) for o in objs],
+             "status": [o["status"] for o in objs]},
+            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
+                    "status": pl.String})
+
+    def summary(self) -> str:
+        where = (f"{self.state_pruned} removed from the row engine's state" if
+                 self.sess.row is not None or self.state_pruned else
+                 "printed output only: the columnar executor's state is not pruned")
+        return (f", {self.n_low + self.n_over} answer(s) pruned ({self.n_low} below "
+                f"--min-confidence, {self.n_over} beyond --max-state; {where})")
+
+
+def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> None:
     """The people-facing view of one tick: new definite answers, hypothetical answers with
     what they wait for and until when, and what was refuted."""
     shown = ", ".join(str(f) for f in facts[:6]) + (" …" if len(facts) > 6 else "")
@@ -272,10 +393,12 @@ def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
         elif o["status"] == HYPOTHETICAL:
             d = o["deadline"]
             when = f"decided by tick {d}" if d is not None else "no deadline (unbounded wait)"
+            cs = f"; confidence {conf(o):.3f}" if conf is not None else ""
             out.write(f"  {'hypothetical':<15} {q}{atom}  if {'; '.join(o['hypotheses'])}  "
-                      f"[{when}; evidence: {'; '.join(o['evidence'])}]\n")
+                      f"[{when}; evidence: {'; '.join(o['evidence'])}{cs}]\n")
         else:
-            out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}\n")
+            cs = f"  [confidence {conf(o):.3f}]" if conf is not None else ""
+            out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}{cs}\n")
     for o in refuted:
         out.write(f"  {'refuted':<15} {format_atom_answer(o)}  (was: if "
                   f"{'; '.join(o['hypotheses'])})\n")
@@ -323,6 +446,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", metavar="FILE",
                    help="also write the lifecycle report of the run (one self-contained HTML "
                         "file: answers per tick, timeline, ticks gained, slowest answers)")
+    r.add_argument("--confidence", action="store_true",
+                   help="add each answer's confidence (the probability that it is confirmed, "
+                        "from an arrival model learned from the stream; README \"Confidence\")")
+    r.add_argument("--min-confidence", type=float, metavar="P",
+                   help="prune the main query's hypothetical and pending answers whose "
+                        "confidence is below P (never definite ones; counted on stderr)")
+    r.add_argument("--max-state", type=int, metavar="N",
+                   help="keep at most the N most likely hypothetical and pending answers of "
+                        "the main query (the rest are pruned and counted on stderr)")
     lk = sub.add_parser("lake", help="the lakehouse pipeline (Spark + Delta)", add_help=False)
     lk.add_argument("rest", nargs=argparse.REMAINDER)
     return p

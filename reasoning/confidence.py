@@ -76,7 +76,7 @@ class _Stats:
         self.n: dict = defaultdict(int)
         self.succ: dict = defaultdict(int)
         self.a: Optional[float] = None
-        self.dirty = True
+        self.dirty = -1  # the model's version the cached estimate a was computed at
 
 
 class ArrivalModel:
@@ -89,6 +89,7 @@ class ArrivalModel:
         self._key: dict = {}
         self.waiting: dict = {}  # (pred, args, t) -> (key, k0)
         self.expiry: dict = defaultdict(list)  # deadline -> atoms
+        self.version = 0  # bumped by every update: cached estimates older than it are stale
 
     # ---------------------------------------------------------------- pattern keys
     def key(self, pred: str, args: tuple) -> tuple:
@@ -116,7 +117,7 @@ class ArrivalModel:
             s = self._st(key)
             if 0 <= d < len(s.delays):
                 s.delays[d] += 1
-                s.dirty = True
+        self.version += 1
         w = self.waiting.pop((pred, args, t), None)
         if w is not None:
             self._decide(pred, w[0], w[1], True)
@@ -145,7 +146,7 @@ class ArrivalModel:
             s.n[k0] += 1
             if ok:
                 s.succ[k0] += 1
-            s.dirty = True
+        self.version += 1
 
     # ---------------------------------------------------------------- estimates
     def cdf(self, key: tuple, k: int) -> float:
@@ -170,7 +171,7 @@ class ArrivalModel:
     def arrives(self, key: tuple) -> float:
         """a = P(an expected atom of this key arrives at all)."""
         s = self._st(key)
-        if not s.dirty and s.a is not None:
+        if s.dirty == self.version and s.a is not None:
             return s.a
         prior = PRIOR_A if key[1] is None else self.arrives((key[0], None))
         obs = [(k0, n, s.succ.get(k0, 0)) for k0, n in s.n.items()]
@@ -196,7 +197,7 @@ class ArrivalModel:
                     hi = mid
             a = (lo + hi) / 2
         a = min(max(a, 1e-6), 1.0 - 1e-6)
-        s.a, s.dirty = a, False
+        s.a, s.dirty = a, self.version
         return a
 
     def p_by_deadline(self, pred: str, args: tuple, t: Optional[int], tau: int) -> float:
@@ -273,7 +274,8 @@ class Confidence:
         return self._conf(obj, {}, 0)
 
     def _conf(self, obj: dict, bind: dict, depth: int) -> float:
-        mk = (id(obj), tuple(sorted(bind.items())))
+        mk = (obj["query"], tuple(sorted(obj["substitution"].items(), key=str)),
+              tuple(obj["hypotheses"]), tuple(sorted(bind.items())))
         c = self._memo.get(mk)
         if c is not None:
             return c
