@@ -62,16 +62,20 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             if rep_data is not None:
                 rep_data.rejected(r)
         rep = sess.step_slice(sl, tau)
+        if pruner is not None:
+            pruner.tick(tau, sl.facts())
         if rep_data is not None:
-            rep_data.tick(tau, len(sl), rep.duplicates, sess.objects(False, True, False))
+            objs = sess.objects(False, True, False)
+            if pruner is not None:
+                objs = pruner.shown(objs)
+                rep_data.confidences(tau, objs, pruner.conf.of)
+            rep_data.tick(tau, len(sl), rep.duplicates, objs)
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
                 print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had "
                       f"already arrived", file=err)
         duplicates += rep.duplicates
         accepted += len(sl) - rep.duplicates
-        if pruner is not None:
-            pruner.tick(tau, sl.facts())
         if args.format == "jsonl":
             if changes is not None:
                 lines = changes.update(tau, sess.keyed(args.all_queries, args.all)
@@ -115,7 +119,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         if rep_data is not None:
             rep_data.rejected(r)
     if rep_data is not None:
-        rep_data.write(tau - 1, sess.executor)
+        rep_data.write(tau - 1, sess.executor, pruner)
     ign = ""
     if reader.ignored:
         ign = (f", {sum(reader.ignored.values())} ignored ("
@@ -166,6 +170,22 @@ class _ReportCollector:
         self.lcs = Lifecycles()
         self.quality: dict = {}
         self.no_tick = 0
+        self.conf_recs: list = []  # (answer, confidence, tick) of non-definite answers
+        self.definite_at: dict = {}  # answer -> first tick definite
+        self.last_seen: dict = {}
+        self.first_conf: dict = {}  # label -> confidence at first announcement
+
+    def confidences(self, tau: int, objs: list, conf) -> None:
+        """--confidence: each announcement's confidence and each answer's outcome."""
+        for o in objs:
+            k = (o["query"], json.dumps(o["substitution"], sort_keys=True))
+            if o["status"] == DEFINITE:
+                self.definite_at.setdefault(k, tau)
+                continue
+            c = conf(o)
+            self.conf_recs.append((k, c, tau))
+            self.last_seen[k] = tau
+            self.first_conf.setdefault(format_atom_answer(o), round(c, 3))
 
     def _q(self, tick: int) -> dict:
         return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
@@ -188,7 +208,7 @@ class _ReportCollector:
             q["accepted"] += n_facts - duplicates
         self.lcs.observe(tau, objs)
 
-    def write(self, last: int, executor: str) -> None:
+    def write(self, last: int, executor: str, pruner=None) -> None:
         import hashlib
 
         from .report import ReportData, render, write
@@ -210,6 +230,12 @@ class _ReportCollector:
                          "rejected); the Great Expectations suite runs in the lake only",
             program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
             program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
+        if pruner is not None and self.args.confidence:
+            d.calibration = [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
+                             for k, c, t in self.conf_recs
+                             if k in self.definite_at or self.last_seen[k] < last]
+            d.first_confidence = self.first_conf
+            d.arrival_model = pruner.conf.model.summary()
         write(self.args.report, render(d))
 
 
