@@ -69,14 +69,13 @@ def query_shape(query: str):
 class _Stats:
     """One pattern key's counts: arrival delays, and expected atoms by k0 (-1: future)."""
 
-    __slots__ = ("delays", "n", "succ", "a", "dirty")
+    __slots__ = ("delays", "n", "succ", "a")
 
     def __init__(self, dmax: int):
         self.delays = [0] * (dmax + 1)
         self.n: dict = defaultdict(int)
         self.succ: dict = defaultdict(int)
-        self.a: Optional[float] = None
-        self.dirty = -1  # the model's version the cached estimate a was computed at
+        self.a: dict = {}  # context -> (model version, estimate)
 
 
 class ArrivalModel:
@@ -87,8 +86,11 @@ class ArrivalModel:
         self.edb = frozenset(edb)
         self.stats: dict = {}
         self._key: dict = {}
-        self.waiting: dict = {}  # (pred, args, t) -> (key, k0)
+        self.waiting: dict = {}  # (pred, args, t) -> (key, k0, arrived?)
         self.expiry: dict = defaultdict(list)  # deadline -> atoms
+        self.arrived: set = set()  # recent arrived atoms (the previous instants' context)
+        self._arrived_t: dict = defaultdict(list)
+        self.keep = max([delays.max(p) for p in self.edb] or [0]) + 3
         self.version = 0  # bumped by every update: cached estimates older than it are stale
 
     # ---------------------------------------------------------------- pattern keys
@@ -118,9 +120,11 @@ class ArrivalModel:
             if 0 <= d < len(s.delays):
                 s.delays[d] += 1
         self.version += 1
-        w = self.waiting.pop((pred, args, t), None)
+        self.arrived.add((pred, args, t))
+        self._arrived_t[t].append((pred, args, t))
+        w = self.waiting.get((pred, args, t))
         if w is not None:
-            self._decide(pred, w[0], w[1], True)
+            self.waiting[(pred, args, t)] = (w[0], w[1], True)
 
     def expect(self, pred: str, args: tuple, t: int, tau: int) -> None:
         """A ground positive hypothesis announced at τ (not arrived by τ)."""
@@ -130,22 +134,28 @@ class ArrivalModel:
         dl = t + self.delays.ground(pred, args)
         if dl <= tau:
             return
-        self.waiting[atom] = (self.key(pred, args), max(tau - t, -1))
+        self.waiting[atom] = (self.key(pred, args), max(tau - t, -1), False)
         self.expiry[dl].append(atom)
 
     def end_tick(self, tau: int) -> None:
-        """Expected atoms whose deadline is τ and that did not arrive: failures."""
+        """Expected atoms whose deadline is τ are decided (arrived or not), with their
+        context: whether the previous instant p(c̄, t − 1) arrived."""
         for atom in self.expiry.pop(tau, ()):
             w = self.waiting.pop(atom, None)
             if w is not None:
-                self._decide(atom[0], w[0], w[1], False)
+                pred, args, t = atom
+                self._decide(pred, w[0], w[1], w[2], (pred, args, t - 1) in self.arrived)
+        for t in [t for t in self._arrived_t if t < tau - self.keep]:
+            for atom in self._arrived_t.pop(t):
+                self.arrived.discard(atom)
 
-    def _decide(self, pred: str, key: tuple, k0: int, ok: bool) -> None:
+    def _decide(self, pred: str, key: tuple, k0: int, ok: bool, ctx: bool) -> None:
         for k in (key, (pred, None)):
             s = self._st(k)
-            s.n[k0] += 1
-            if ok:
-                s.succ[k0] += 1
+            for c in (ctx, None):
+                s.n[(c, k0)] += 1
+                if ok:
+                    s.succ[(c, k0)] += 1
         self.version += 1
 
     # ---------------------------------------------------------------- estimates
@@ -168,13 +178,18 @@ class ArrivalModel:
             return self.delays.default.get(pred, 0)
         return self.delays.patterns[pred][i].delay
 
-    def arrives(self, key: tuple) -> float:
-        """a = P(an expected atom of this key arrives at all)."""
+    def arrives(self, key: tuple, ctx: Optional[bool] = None) -> float:
+        """a = P(an expected atom of this key arrives at all), given whether the previous
+        instant of the same atom arrived (ctx; None: either)."""
         s = self._st(key)
-        if s.dirty == self.version and s.a is not None:
-            return s.a
-        prior = PRIOR_A if key[1] is None else self.arrives((key[0], None))
-        obs = [(k0, n, s.succ.get(k0, 0)) for k0, n in s.n.items()]
+        hit = s.a.get(ctx)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        if key[1] is None:
+            prior = PRIOR_A if ctx is None else self.arrives(key, None)
+        else:
+            prior = self.arrives((key[0], None), ctx)
+        obs = [(k0, n, s.succ.get((c, k0), 0)) for (c, k0), n in s.n.items() if c == ctx]
         target = PRIOR_WEIGHT * prior + sum(x for _, _, x in obs)
         Fs = [(n, self.cdf(key, k0)) for k0, n, _ in obs]
 
@@ -197,13 +212,14 @@ class ArrivalModel:
                     hi = mid
             a = (lo + hi) / 2
         a = min(max(a, 1e-6), 1.0 - 1e-6)
-        s.a, s.dirty = a, self.version
+        s.a[ctx] = (self.version, a)
         return a
 
-    def p_by_deadline(self, pred: str, args: tuple, t: Optional[int], tau: int) -> float:
-        """P(p(args, t) arrives by t + δ | it had not arrived by τ)."""
+    def p_by_deadline(self, pred: str, args: tuple, t: Optional[int], tau: int,
+                      ctx: Optional[bool] = None) -> float:
+        """P(p(args, t) arrives by t + δ | it had not arrived by τ, and ctx)."""
         key = self.key(pred, args)
-        a = self.arrives(key)
+        a = self.arrives(key, ctx)
         if t is None:
             return a
         k = tau - t
@@ -221,8 +237,11 @@ class ArrivalModel:
             pat = "*" if key[1] is None else (
                 "default" if key[1] < 0 else self._pattern_text(key))
             out.append({"pred": key[0], "pattern": pat, "delta": self._delta_of(key),
-                        "arrived": n, "expected": sum(s.n.values()),
-                        "confirmed": sum(s.succ.values()),
+                        "arrived": n,
+                        "expected": sum(v for (c, _), v in s.n.items() if c is None),
+                        "confirmed": sum(v for (c, _), v in s.succ.items() if c is None),
+                        "p_after_arrived": round(self.arrives(key, True), 3),
+                        "p_after_missing": round(self.arrives(key, False), 3),
                         "p_arrives": round(self.arrives(key), 3),
                         "mean_delay": round(sum(d * c for d, c in enumerate(s.delays)) / n, 2)
                         if n else None})
@@ -283,6 +302,11 @@ class Confidence:
         qvars = {n for n in qnames if n} | ({qtv} if qtv else set())
         sub = obj["substitution"]
         m = self.model
+        pos = set()
+        for h in obj["hypotheses"]:
+            neg, pred, args, t = parse_hyp(h)
+            if not neg and t is not None:
+                pos.add((pred, tuple(bind.get(x) if v else x for v, x in args), t))
         c = 1.0
         for h in obj["hypotheses"]:
             neg, pred, args, t = parse_hyp(h)
@@ -308,7 +332,7 @@ class Confidence:
                     if exist:
                         c *= m.arrives((pred, None))
                     else:
-                        c *= m.p_by_deadline(pred, tuple(vals), t, self.tau)
+                        c *= self._positive(pred, tuple(vals), t, pos)
                 continue
             if pred in m.edb:
                 if None not in vals:
@@ -320,6 +344,23 @@ class Confidence:
                 break
         self._memo[mk] = c
         return c
+
+    def _positive(self, pred: str, args: tuple, t: Optional[int], pos: set) -> float:
+        """P(a positive hypothesis arrives by its deadline), by the chain rule over the
+        answer's hypotheses: conditioned on its previous instant having arrived when that one
+        arrived or is itself a hypothesis (all must arrive), on its having not when its
+        deadline passed, else a mixture weighted by its chance of still arriving."""
+        m, tau = self.model, self.tau
+        if t is None:
+            return m.p_by_deadline(pred, args, t, tau)
+        prev = (pred, args, t - 1)
+        if prev in m.arrived or prev in pos:
+            return m.p_by_deadline(pred, args, t, tau, True)
+        if t - 1 + m.delays.ground(pred, args) <= tau:
+            return m.p_by_deadline(pred, args, t, tau, False)
+        q = m.p_by_deadline(pred, args, t - 1, tau)
+        return (q * m.p_by_deadline(pred, args, t, tau, True)
+                + (1 - q) * m.p_by_deadline(pred, args, t, tau, False))
 
     def _not_refuted(self, pred: str, vals: list, t: Optional[int], depth: int) -> float:
         """P(no current answer of the auxiliary query p matching p(vals, t) is confirmed)."""

@@ -215,3 +215,19 @@ def test_row_pruning_shrinks_state():
             peak = max(peak, len(sess.row.answers))
         sizes[N] = peak
     assert sizes[2] < sizes[None]
+
+
+def test_context_previous_instant_bursts():
+    """Bursts: an atom whose previous instant arrived is learned to be more likely."""
+    m = model(default=0)
+    for t in range(1, 60):
+        for i in range(10):
+            dev = (f"d{i}",)
+            m.expect("Hot", dev, t, t - 1)
+            burst = i < 5  # d0..d4 always hot, d5..d9 never
+            if burst:
+                m.observe_fact("Hot", dev, t, t)
+        m.end_tick(t)
+    key = m.key("Hot", ("d0",))
+    assert m.arrives(key, True) > 0.9 > 0.1 > m.arrives(key, False)
+    assert 0.3 < m.arrives(key) < 0.7
