@@ -163,6 +163,7 @@ def cost(wl: str, n: int, ticks: int, seed: int, engine: str = "columnar") -> di
     facts = _facts(slices, 0.0, seed)
     sess = Session(cp, engine=engine)
     conf = Confidence(cp)
+    main = str(cp.main.atom)
     step, lines, extra = [], [], []
     for tau, fs in enumerate(facts):
         t0 = time.perf_counter()
@@ -172,7 +173,8 @@ def cost(wl: str, n: int, ticks: int, seed: int, engine: str = "columnar") -> di
         t2 = time.perf_counter()
         objs = sess.objects(True, True, False)
         conf.observe(tau, fs, objs)
-        [line_with_confidence(o, conf.of(o)) for o in sess.objects()]
+        [line_with_confidence(o, conf.of(o)) for o in objs  # what hypo run prints
+         if o["query"] == main and o["status"] != "pending"]
         t3 = time.perf_counter()
         step.append(t1 - t0)
         lines.append(t2 - t1)

@@ -14,7 +14,8 @@ from typing import Optional, TextIO
 
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
-from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
+from .explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_key, format_atom_answer,
+                      static_horizons)
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
 from .stream import Slice, StreamReader, open_stream
 
@@ -322,7 +323,7 @@ class _Pruner:
     def tick(self, tau: int, facts) -> None:
         if self.sess.row is not None:
             self.hidden = set()  # the row engine's pruned answers are gone from S_τ
-        objs = self.sess.objects(True, True, False)
+        objs = self.objs_all = self.sess.objects(True, True, False)
         self.conf.observe(tau, facts, objs)
         if not self.prunes:
             return
@@ -365,9 +366,17 @@ class _Pruner:
             return objs
         return [o for o in objs if o["status"] == DEFINITE or answer_key(o) not in self.hidden]
 
-    def _objs(self) -> list:
+    def _objs(self, ground: Optional[bool] = None) -> list:
+        """The printed objects: without --ground, filtered from this tick's objects of all
+        queries (same order: session.answers_at sorts by query ≠ main, then canonical JSON)
+        instead of rendering S_τ a second time."""
         a = self.args
-        return self.shown(self.sess.objects(a.all_queries, a.all, a.ground))
+        ground = a.ground if ground is None else ground
+        if ground:
+            return self.shown(self.sess.objects(a.all_queries, a.all, True))
+        return self.shown([o for o in self.objs_all
+                           if (a.all_queries or o["query"] == self.main_q)
+                           and (a.all or o["status"] != PENDING)])
 
     def _line(self, o: dict) -> str:
         from .confidence import line_with_confidence
@@ -384,8 +393,7 @@ class _Pruner:
 
         from .columnar.render import answer_key_text
 
-        a = self.args
-        objs = self.shown(self.sess.objects(a.all_queries, a.all, False))
+        objs = self._objs(False)
         return pl.DataFrame(
             {"grp": [0 if o["query"] == self.main_q else 1 for o in objs],
              "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],

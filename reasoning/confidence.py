@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import defaultdict
 from typing import Iterable, Optional
 
@@ -40,9 +41,22 @@ PRIOR_A = 0.5  # P(arrives) before any expected atom was decided
 PRIOR_WEIGHT = 2.0  # pseudo-observations (Laplace): 1 success, 1 failure at the prior
 
 
+_SIMPLE = re.compile(r"(not )?([A-Za-z_]\w*)\(((?:[A-Za-z_0-9-]\w*, )*)(-?\d+)\)")
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def parse_hyp(s: str):
-    """'not Shdn(X, 3)' -> (negated, pred, ((is_var, name), ...), t or None)."""
+    """'not Shdn(X, 3)' -> (negated, pred, ((is_var, name), ...), t or None): a regular
+    expression for the rendered form with names, integers and a constant time, the
+    program's parser otherwise (quoted strings, time variables)."""
+    m = _SIMPLE.fullmatch(s)
+    if m is not None:
+        args = tuple((x[0].isupper() or x[0] == "_", x) for x in m.group(3).split(", ")[:-1])
+        return m.group(1) is not None, m.group(2), args, int(m.group(4))
+    return _parse_hyp_slow(s)
+
+
+def _parse_hyp_slow(s: str):
     from .parser import parse_atom
 
     neg = s.startswith("not ")
