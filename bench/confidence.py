@@ -9,7 +9,8 @@
                base rate (a reference: skill = 1 − Brier / base).  Lossy variants drop a
                fraction of the facts at random before the run.
   pruning      the row engine with `--max-state N`: main-query answers that became definite
-               without pruning and not with it (lost), and the state rows saved (mean, peak).
+               without pruning and not with it (lost), and the state rows saved (mean, peak);
+               the control keeps as many answers chosen at random (lost % (random)).
   cost         the columnar executor at 10⁴ devices: ms per tick of Algorithm 1 and of the
                confidences (rendering S_τ's objects, the model's update, the printed lines).
 
@@ -103,7 +104,8 @@ def _reliability(pairs: list) -> dict:
                      for i, b in enumerate(bins) if b]}
 
 
-def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0) -> dict:
+def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
+          randomly: bool = False) -> dict:
     """The row engine with --max-state N (None: no pruning): definite main-query answers
     and the state size after each tick."""
     import io
@@ -120,6 +122,9 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0) 
     args = SimpleNamespace(confidence=False, min_confidence=None, max_state=max_state,
                            all_queries=False, all=False, ground=False)
     pr = _Pruner(args, cp, sess, io.StringIO())
+    if randomly:  # the control: the same number of answers kept, chosen at random
+        rnd = random.Random(seed + 2)
+        pr.order = lambda x: rnd.random()
     definite, sizes = set(), []
     t0 = time.perf_counter()
     for tau, fs in enumerate(facts):
@@ -140,10 +145,14 @@ def pruning_table(wl: str, n: int, ticks: int, sizes: list, seed: int, drop: flo
     for N in sizes:
         r = prune(wl, n, ticks, N, seed, drop)
         lost = len(base["definite"] - r["definite"])
+        rr = prune(wl, n, ticks, N, seed, drop, randomly=True)
+        lost_random = len(base["definite"] - rr["definite"])
         rows.append({"workload": wl, "devices": n, "drop": drop, "max_state": N,
                      "pruned": r["pruned"], "definite_lost": lost,
                      "definite_total": len(base["definite"]),
                      "lost_pct": round(100 * lost / max(1, len(base["definite"])), 1),
+                     "lost_pct_random": round(100 * lost_random / max(1, len(base["definite"])),
+                                              1),
                      "mean_state": round(r["mean_state"], 1),
                      "mean_state_unpruned": round(base["mean_state"], 1),
                      "saved_pct": round(100 * (1 - r["mean_state"] / base["mean_state"]), 1)
@@ -227,11 +236,12 @@ def main(argv=None) -> int:
                 print(json.dumps(r))
         else:
             print("| workload | devices | --max-state | pruned | definite lost | lost % | "
-                  "mean state (unpruned) | saved % | peak state (unpruned) |\n"
-                  "|---|---|---|---|---|---|---|---|---|")
+                  "lost % (random) | mean state (unpruned) | saved % | peak state (unpruned) |"
+                  "\n|---|---|---|---|---|---|---|---|---|---|")
             for r in rows:
                 print(f"| {r['workload']} | {r['devices']} | {r['max_state']} | {r['pruned']} "
                       f"| {r['definite_lost']} / {r['definite_total']} | {r['lost_pct']} | "
+                      f"{r['lost_pct_random']} | "
                       f"{r['mean_state']} ({r['mean_state_unpruned']}) | {r['saved_pct']} | "
                       f"{r['peak_state']} ({r['peak_state_unpruned']}) |")
     return 0

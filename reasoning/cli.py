@@ -317,6 +317,7 @@ class _Pruner:
         self.main_q = str(cp.main.atom)
         self.prunes = args.min_confidence is not None or args.max_state is not None
         self.hidden: set = set()
+        self.order = lambda x: (-x[0], x[1])  # most likely first (bench/confidence.py: random)
         self.n_low = self.n_over = 0
         self.state_pruned = 0
 
@@ -335,7 +336,7 @@ class _Pruner:
         keep = [x for x in cand if not (a.min_confidence is not None and x[0] < a.min_confidence)]
         over = []
         if a.max_state is not None and len(keep) > a.max_state:
-            keep.sort(key=lambda x: (-x[0], x[1]))
+            keep.sort(key=self.order)
             over = keep[a.max_state:]
         gone = {answer_key(x[2]) for x in low + over}
         if not gone:

@@ -158,7 +158,8 @@ def test_default_output_unchanged_without_flags(capsys):
             assert stripped == plain.splitlines()
         if fmt == ["--all"]:
             import re
-            assert re.sub(r"; confidence [0-9.]+(?=\])|  \[confidence [0-9.]+\]", "", withc) == plain
+            pat = r"; confidence [0-9.]+(?=\])|  \[confidence [0-9.]+\]"
+            assert re.sub(pat, "", withc) == plain
 
 
 @pytest.mark.parametrize("engine", ["row", "columnar"])
