@@ -32,6 +32,7 @@ the rates are not conditioned on the answer's evidence (bursts make them so).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -298,6 +299,15 @@ class Confidence:
             if o["status"] != "definite":
                 aux[query_shape(o["query"])[0]].append(o)
         self._aux = aux
+        idx: dict = defaultdict(list)  # (pred, time or None, bound args or None) -> answers
+        for pred, os_ in aux.items():
+            for o in os_:
+                _, qnames, qtv = query_shape(o["query"])
+                sub = o["substitution"]
+                idx[(pred, sub.get(qtv) if qtv else None,
+                     tuple(None if n not in sub else str(sub[n]) for n in qnames
+                           if n is not None))].append(o)
+        self._aux_idx = idx
         self._memo = {}
 
     def of(self, obj: dict) -> float:
@@ -376,10 +386,27 @@ class Confidence:
         return (q * m.p_by_deadline(pred, args, t, tau, True)
                 + (1 - q) * m.p_by_deadline(pred, args, t, tau, False))
 
+    def _candidates(self, pred: str, vals: list, t: Optional[int]):
+        """The auxiliary answers that may match p(vals, t): by index (each bound argument
+        of an answer equals the hypothesis' constant there; its time is t or unbound)."""
+        if t is None:
+            return self._aux.get(pred, ())
+        aux = self._aux.get(pred)
+        if not aux:
+            return ()
+        _, qnames, _ = query_shape(aux[0]["query"])
+        opts = [((v, None) if v is not None else (None,))
+                for n, v in zip(qnames, vals) if n is not None]
+        out = []
+        for tk in (t, None):
+            for combo in itertools.product(*opts):
+                out.extend(self._aux_idx.get((pred, tk, combo), ()))
+        return out
+
     def _not_refuted(self, pred: str, vals: list, t: Optional[int], depth: int) -> float:
         """P(no current answer of the auxiliary query p matching p(vals, t) is confirmed)."""
         p = 1.0
-        for o in self._aux.get(pred, ()):
+        for o in self._candidates(pred, vals, t):
             _, qnames, qtv = query_shape(o["query"])
             sub = o["substitution"]
             if t is not None and qtv is not None and qtv in sub and sub[qtv] != t:
