@@ -328,6 +328,8 @@ class _Pruner:
         self.conf.observe(tau, facts, objs)
         if not self.prunes:
             return
+        if self.hidden:  # answers gone from S_τ do not come back: forget their keys
+            self.hidden &= {answer_key(o) for o in objs if o["query"] == self.main_q}
         a = self.args
         cand = [(self.conf.of(o), json.dumps(o, sort_keys=True), o) for o in objs
                 if o["query"] == self.main_q and o["status"] != DEFINITE
