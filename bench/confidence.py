@@ -105,7 +105,7 @@ def _reliability(pairs: list) -> dict:
 
 
 def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
-          randomly: bool = False) -> dict:
+          randomly: bool = False, engine: str = "row") -> dict:
     """The row engine with --max-state N (None: no pruning): definite main-query answers
     and the state size after each tick."""
     import io
@@ -118,7 +118,7 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
     facts = _facts(slices, drop, seed)
-    sess = Session(cp, engine="row")
+    sess = Session(cp, engine=engine)
     args = SimpleNamespace(confidence=False, min_confidence=None, max_state=max_state,
                            all_queries=False, all=False, ground=False)
     pr = _Pruner(args, cp, sess, io.StringIO())
@@ -133,7 +133,8 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
         for o in sess.objects(False, False, False):
             if o["status"] == "definite":
                 definite.add(_key(o))
-        sizes.append(len(sess.row.answers))
+        sizes.append(len(sess.row.answers) if sess.row is not None else
+                     sum(f.height for parts in sess.col.S for f in parts.values()))
     return {"max_state": max_state, "definite": definite, "mean_state": statistics.mean(sizes),
             "peak_state": max(sizes), "pruned": pr.n_over,
             "seconds": round(time.perf_counter() - t0, 2)}

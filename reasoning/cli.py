@@ -305,9 +305,9 @@ def _wants_confidence(args) -> bool:
 class _Pruner:
     """`--confidence`, `--min-confidence p`, `--max-state N` (002 §8): the arrival model fed
     every tick, the confidences of the printed answers, and the pruning of the main query's
-    hypothetical and pending answers (never definite ones).  The row engine's S_τ loses the
-    pruned answers; the columnar executor's state is left as it is and only what is printed
-    is pruned (a pruned answer stays hidden until it becomes definite)."""
+    hypothetical and pending answers (never definite ones), removed from S_τ by either
+    executor (the columnar one: from its Polars frames; on another backend only the output
+    is pruned, a pruned answer staying hidden until it becomes definite)."""
 
     def __init__(self, args, cp, sess: Session, err: TextIO):
         from .confidence import Confidence
@@ -317,13 +317,14 @@ class _Pruner:
         self.main_q = str(cp.main.atom)
         self.prunes = args.min_confidence is not None or args.max_state is not None
         self.hidden: set = set()
+        self.output_only = False  # a backend whose state is not pruned (not Polars)
         self.order = lambda x: (-x[0], x[1])  # most likely first (bench/confidence.py: random)
         self.n_low = self.n_over = 0
         self.state_pruned = 0
 
     def tick(self, tau: int, facts) -> None:
-        if self.sess.row is not None:
-            self.hidden = set()  # the row engine's pruned answers are gone from S_τ
+        if not self.output_only:
+            self.hidden = set()  # pruned answers are gone from S_τ
         objs = self.objs_all = self.sess.objects(True, True, False)
         self.conf.observe(tau, facts, objs)
         if not self.prunes:
@@ -348,20 +349,51 @@ class _Pruner:
         self.hidden |= gone
         if self.sess.row is not None:
             self.state_pruned += self._prune_row(gone)
+        else:
+            self.state_pruned += self._prune_columnar(gone)
         print(f"tick {tau}: pruned {len(low) + len(over)} answer(s) of {self.main_q} "
               f"({len(low)} below --min-confidence, {len(over)} beyond --max-state)",
               file=self.err)
 
     def _prune_row(self, keys: set) -> int:
-        eng, ex = self.sess.row, self.sess.ex
+        eng = self.sess.row
         n = 0
         for ans in list(eng.answers):
             tp = eng.templates[ans.tid]
             if tp.qid != eng.main_qid or eng.is_definite(ans):
                 continue
-            if answer_key(ex.render(ans, eng.tau)) in keys:
+            if key_of(tp, ans) in keys:
                 eng.remove(ans)
                 n += 1
+        return n
+
+    def _prune_columnar(self, keys: set) -> int:
+        """The pruned answers' rows leave the columnar executor's S_τ (Polars frames; any
+        other backend: the output only)."""
+        import polars as pl
+
+        from .columnar.layout import row_to_answer
+
+        col = self.sess.col
+        n = 0
+        for k, tp in enumerate(col.templates):
+            if tp.qid != col.main_qid:
+                continue
+            for P, A in list(col.S[k].items()):
+                if not isinstance(A, pl.DataFrame):
+                    self.output_only = True
+                    continue
+                if not A.height:
+                    continue
+                lay = col.layouts[k]
+                mask = []
+                for r in A.iter_rows(named=True):
+                    a = row_to_answer(lay, r)
+                    mask.append(len(a.ev) == len(tp.lits) or key_of(tp, a) not in keys)
+                drop = len(mask) - sum(mask)
+                if drop:
+                    col.S[k][P] = A.filter(pl.Series(mask, dtype=pl.Boolean))
+                    n += drop
         return n
 
     def shown(self, objs: list) -> list:
@@ -407,11 +439,26 @@ class _Pruner:
                     "status": pl.String})
 
     def summary(self) -> str:
-        where = (f"{self.state_pruned} removed from the row engine's state" if
-                 self.sess.row is not None or self.state_pruned else
-                 "printed output only: the columnar executor's state is not pruned")
+        where = f"{self.state_pruned} removed from S_τ" + (
+            "; the rest hidden from the output only" if self.output_only else "")
         return (f", {self.n_low + self.n_over} answer(s) pruned ({self.n_low} below "
                 f"--min-confidence, {self.n_over} beyond --max-state; {where})")
+
+
+def key_of(tp, a) -> tuple:
+    """explain.answer_key of an Answer without rendering it (its query, bound substitution
+    and single-variable exclusions, as Explainer.render builds them)."""
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    excluded: dict = {}
+    for n in a.ng:
+        if len(n) == 1:
+            v, c = n[0]
+            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+    return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
+                       "excluded": {k: sorted(v, key=str) for k, v in excluded.items()}})
 
 
 def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> None:
