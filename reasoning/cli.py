@@ -14,7 +14,8 @@ from typing import Optional, TextIO
 
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
-from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer, static_horizons
+from .explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_key, format_atom_answer,
+                      static_horizons)
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
 from .stream import Slice, StreamReader, open_stream
 
@@ -42,6 +43,9 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     ahead = next(slices, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
+    pruner = _Pruner(args, cp, sess, err) if _wants_confidence(args) else None
+    if pruner is not None and pruner.prunes:
+        margin = None  # a replayed quiet stretch would rebuild pruned answers
     quiet = 0  # ticks in a row without facts that printed nothing
     while True:
         if args.until is not None:
@@ -59,8 +63,14 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             if rep_data is not None:
                 rep_data.rejected(r)
         rep = sess.step_slice(sl, tau)
+        if pruner is not None:
+            pruner.tick(tau, sl.facts())
         if rep_data is not None:
-            rep_data.tick(tau, len(sl), rep.duplicates, sess.objects(False, True, False))
+            objs = sess.objects(False, True, False)
+            if pruner is not None:
+                objs = pruner.shown(objs)
+                rep_data.confidences(tau, objs, pruner.conf.of)
+            rep_data.tick(tau, len(sl), rep.duplicates, objs)
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
                 print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had "
@@ -69,10 +79,12 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         accepted += len(sl) - rep.duplicates
         if args.format == "jsonl":
             if changes is not None:
-                lines = changes.update(tau, sess.keyed(args.all_queries, args.all))
+                lines = changes.update(tau, sess.keyed(args.all_queries, args.all)
+                                       if pruner is None else pruner.keyed())
                 silent = not lines
             else:
-                lines = sess.lines(args.all_queries, args.all, args.ground)
+                lines = (sess.lines(args.all_queries, args.all, args.ground) if pruner is None
+                         else pruner.lines())
                 silent = not lines
                 if not lines:
                     lines = [json.dumps({"tick": tau, "query": main_q, "status": "none"})]
@@ -81,10 +93,15 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         else:
             objs = sess.objects(args.all_queries, args.all, args.ground)
             main_objs = sess.objects(False, True, False)
+            cf = None
+            if pruner is not None:
+                objs, main_objs = pruner.shown(objs), pruner.shown(main_objs)
+                cf = pruner.conf.of if args.confidence else None
             cur = {answer_key(o) for o in main_objs}
             refuted = [o for k, o in prev_hyp.items() if k not in cur]
             prev_hyp = {answer_key(o): o for o in main_objs if o["status"] == HYPOTHETICAL}
-            _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q)
+            _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q,
+                       cf)
             silent = not objs and not refuted
         quiet = quiet + 1 if silent and not len(sl) else 0
         tau += 1
@@ -103,12 +120,14 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
         if rep_data is not None:
             rep_data.rejected(r)
     if rep_data is not None:
-        rep_data.write(tau - 1, sess.executor)
+        rep_data.write(tau - 1, sess.executor, pruner)
     ign = ""
     if reader.ignored:
         ign = (f", {sum(reader.ignored.values())} ignored ("
                + ", ".join(f"{p} {n}" for p, n in sorted(reader.ignored.items()))
                + ": declared in #delay, used by no rule)")
+    if pruner is not None and pruner.prunes:
+        ign += pruner.summary()
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
           f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected{ign}", file=err)
     return 1 if reader.rejected else 0
@@ -152,6 +171,22 @@ class _ReportCollector:
         self.lcs = Lifecycles()
         self.quality: dict = {}
         self.no_tick = 0
+        self.conf_recs: list = []  # (answer, confidence, tick) of non-definite answers
+        self.definite_at: dict = {}  # answer -> first tick definite
+        self.last_seen: dict = {}
+        self.first_conf: dict = {}  # label -> confidence at first announcement
+
+    def confidences(self, tau: int, objs: list, conf) -> None:
+        """--confidence: each announcement's confidence and each answer's outcome."""
+        for o in objs:
+            k = (o["query"], json.dumps(o["substitution"], sort_keys=True))
+            if o["status"] == DEFINITE:
+                self.definite_at.setdefault(k, tau)
+                continue
+            c = conf(o)
+            self.conf_recs.append((k, c, tau))
+            self.last_seen[k] = tau
+            self.first_conf.setdefault(format_atom_answer(o), round(c, 3))
 
     def _q(self, tick: int) -> dict:
         return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
@@ -174,7 +209,7 @@ class _ReportCollector:
             q["accepted"] += n_facts - duplicates
         self.lcs.observe(tau, objs)
 
-    def write(self, last: int, executor: str) -> None:
+    def write(self, last: int, executor: str, pruner=None) -> None:
         import hashlib
 
         from .report import ReportData, render, write
@@ -196,6 +231,12 @@ class _ReportCollector:
                          "rejected); the Great Expectations suite runs in the lake only",
             program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
             program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
+        if pruner is not None and self.args.confidence:
+            d.calibration = [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
+                             for k, c, t in self.conf_recs
+                             if k in self.definite_at or self.last_seen[k] < last]
+            d.first_confidence = self.first_conf
+            d.arrival_model = pruner.conf.model.summary()
         write(self.args.report, render(d))
 
 
@@ -262,7 +303,171 @@ def _duplicate_lines(entries, dups):
     return sorted(out, key=lambda x: x[1])
 
 
-def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
+def _wants_confidence(args) -> bool:
+    return bool(getattr(args, "confidence", False) or getattr(args, "min_confidence", None)
+                is not None or getattr(args, "max_state", None) is not None)
+
+
+class _Pruner:
+    """`--confidence`, `--min-confidence p`, `--max-state N` (002 §8): the arrival model fed
+    every tick, the confidences of the printed answers, and the pruning of the main query's
+    hypothetical and pending answers (never definite ones), removed from S_τ by either
+    executor (the columnar one: from its Polars frames; on another backend only the output
+    is pruned, a pruned answer staying hidden until it becomes definite)."""
+
+    def __init__(self, args, cp, sess: Session, err: TextIO):
+        from .confidence import Confidence
+
+        self.args, self.sess, self.err = args, sess, err
+        self.conf = Confidence(cp)
+        self.main_q = str(cp.main.atom)
+        self.prunes = args.min_confidence is not None or args.max_state is not None
+        self.hidden: set = set()
+        self.output_only = False  # a backend whose state is not pruned (not Polars)
+        self.order = lambda x: (-x[0], x[1])  # most likely first (bench/confidence.py: random)
+        self.n_low = self.n_over = 0
+        self.state_pruned = 0
+
+    def tick(self, tau: int, facts) -> None:
+        if not self.output_only:
+            self.hidden = set()  # pruned answers are gone from S_τ
+        objs = self.objs_all = self.sess.objects(True, True, False)
+        self.conf.observe(tau, facts, objs)
+        if not self.prunes:
+            return
+        if self.hidden:  # answers gone from S_τ do not come back: forget their keys
+            self.hidden &= {answer_key(o) for o in objs if o["query"] == self.main_q}
+        a = self.args
+        cand = [(self.conf.of(o), json.dumps(o, sort_keys=True), o) for o in objs
+                if o["query"] == self.main_q and o["status"] != DEFINITE
+                and answer_key(o) not in self.hidden]
+        low = [x for x in cand if a.min_confidence is not None and x[0] < a.min_confidence]
+        keep = [x for x in cand if not (a.min_confidence is not None and x[0] < a.min_confidence)]
+        over = []
+        if a.max_state is not None and len(keep) > a.max_state:
+            keep.sort(key=self.order)
+            over = keep[a.max_state:]
+        gone = {answer_key(x[2]) for x in low + over}
+        if not gone:
+            return
+        self.n_low += len(low)
+        self.n_over += len(over)
+        self.hidden |= gone
+        if self.sess.row is not None:
+            self.state_pruned += self._prune_row(gone)
+        else:
+            self.state_pruned += self._prune_columnar(gone)
+        print(f"tick {tau}: pruned {len(low) + len(over)} answer(s) of {self.main_q} "
+              f"({len(low)} below --min-confidence, {len(over)} beyond --max-state)",
+              file=self.err)
+
+    def _prune_row(self, keys: set) -> int:
+        eng = self.sess.row
+        n = 0
+        for ans in list(eng.answers):
+            tp = eng.templates[ans.tid]
+            if tp.qid != eng.main_qid or eng.is_definite(ans):
+                continue
+            if key_of(tp, ans) in keys:
+                eng.remove(ans)
+                n += 1
+        return n
+
+    def _prune_columnar(self, keys: set) -> int:
+        """The pruned answers' rows leave the columnar executor's S_τ (Polars frames; any
+        other backend: the output only)."""
+        import polars as pl
+
+        from .columnar.layout import row_to_answer
+
+        col = self.sess.col
+        n = 0
+        for k, tp in enumerate(col.templates):
+            if tp.qid != col.main_qid:
+                continue
+            for P, A in list(col.S[k].items()):
+                if not isinstance(A, pl.DataFrame):
+                    self.output_only = True
+                    continue
+                if not A.height:
+                    continue
+                lay = col.layouts[k]
+                mask = []
+                for r in A.iter_rows(named=True):
+                    a = row_to_answer(lay, r)
+                    mask.append(len(a.ev) == len(tp.lits) or key_of(tp, a) not in keys)
+                drop = len(mask) - sum(mask)
+                if drop:
+                    col.S[k][P] = A.filter(pl.Series(mask, dtype=pl.Boolean))
+                    n += drop
+        return n
+
+    def shown(self, objs: list) -> list:
+        if not self.hidden:
+            return objs
+        return [o for o in objs if o["status"] == DEFINITE or answer_key(o) not in self.hidden]
+
+    def _objs(self, ground: Optional[bool] = None) -> list:
+        """The printed objects: without --ground, filtered from this tick's objects of all
+        queries (same order: session.answers_at sorts by query ≠ main, then canonical JSON)
+        instead of rendering S_τ a second time."""
+        a = self.args
+        ground = a.ground if ground is None else ground
+        if ground:
+            return self.shown(self.sess.objects(a.all_queries, a.all, True))
+        return self.shown([o for o in self.objs_all
+                           if (a.all_queries or o["query"] == self.main_q)
+                           and (a.all or o["status"] != PENDING)])
+
+    def _line(self, o: dict) -> str:
+        from .confidence import line_with_confidence
+
+        if self.args.confidence:
+            return line_with_confidence(o, self.conf.of(o))
+        return json.dumps(o, ensure_ascii=False)
+
+    def lines(self) -> list[str]:
+        return [self._line(o) for o in self._objs()]
+
+    def keyed(self):
+        import polars as pl
+
+        from .columnar.render import answer_key_text
+
+        objs = self._objs(False)
+        return pl.DataFrame(
+            {"grp": [0 if o["query"] == self.main_q else 1 for o in objs],
+             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+             "line": [self._line(o) for o in objs],
+             "akey": [answer_key_text(o) for o in objs],
+             "status": [o["status"] for o in objs]},
+            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
+                    "status": pl.String})
+
+    def summary(self) -> str:
+        where = f"{self.state_pruned} removed from S_τ" + (
+            "; the rest hidden from the output only" if self.output_only else "")
+        return (f", {self.n_low + self.n_over} answer(s) pruned ({self.n_low} below "
+                f"--min-confidence, {self.n_over} beyond --max-state; {where})")
+
+
+def key_of(tp, a) -> tuple:
+    """explain.answer_key of an Answer without rendering it (its query, bound substitution
+    and single-variable exclusions, as Explainer.render builds them)."""
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    excluded: dict = {}
+    for n in a.ng:
+        if len(n) == 1:
+            v, c = n[0]
+            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+    return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
+                       "excluded": {k: sorted(v, key=str) for k, v in excluded.items()}})
+
+
+def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> None:
     """The people-facing view of one tick: new definite answers, hypothetical answers with
     what they wait for and until when, and what was refuted."""
     shown = ", ".join(str(f) for f in facts[:6]) + (" …" if len(facts) > 6 else "")
@@ -278,10 +483,12 @@ def _text_tick(out, tau, facts, objs, new_def, refuted, main_q) -> None:
         elif o["status"] == HYPOTHETICAL:
             d = o["deadline"]
             when = f"decided by tick {d}" if d is not None else "no deadline (unbounded wait)"
+            cs = f"; confidence {conf(o):.3f}" if conf is not None else ""
             out.write(f"  {'hypothetical':<15} {q}{atom}  if {'; '.join(o['hypotheses'])}  "
-                      f"[{when}; evidence: {'; '.join(o['evidence'])}]\n")
+                      f"[{when}; evidence: {'; '.join(o['evidence'])}{cs}]\n")
         else:
-            out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}\n")
+            cs = f"  [confidence {conf(o):.3f}]" if conf is not None else ""
+            out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}{cs}\n")
     for o in refuted:
         out.write(f"  {'refuted':<15} {format_atom_answer(o)}  (was: if "
                   f"{'; '.join(o['hypotheses'])})\n")
@@ -329,6 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", metavar="FILE",
                    help="also write the lifecycle report of the run (one self-contained HTML "
                         "file: answers per tick, timeline, ticks gained, slowest answers)")
+    r.add_argument("--confidence", action="store_true",
+                   help="add each answer's confidence (the probability that it is confirmed, "
+                        "from an arrival model learned from the stream; README \"Confidence\")")
+    r.add_argument("--min-confidence", type=float, metavar="P",
+                   help="prune the main query's hypothetical and pending answers whose "
+                        "confidence is below P (never definite ones; counted on stderr)")
+    r.add_argument("--max-state", type=int, metavar="N",
+                   help="keep at most the N most likely hypothetical and pending answers of "
+                        "the main query (the rest are pruned and counted on stderr)")
     lk = sub.add_parser("lake", help="the lakehouse pipeline (Spark + Delta)", add_help=False)
     lk.add_argument("rest", nargs=argparse.REMAINDER)
     return p

@@ -47,6 +47,9 @@ class ReportData:
     versions: Optional[list] = None  # per tick: {tick, facts_version, state_version, …}
     current_versions: Optional[dict] = None  # table -> latest version
     notes: list = field(default_factory=list)
+    calibration: Optional[list] = None  # (announced confidence, 1 confirmed | 0 refuted)
+    first_confidence: Optional[dict] = None  # answer label -> confidence when announced
+    arrival_model: Optional[list] = None  # confidence.ArrivalModel.summary()
     generated: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
                            .isoformat(timespec="seconds"))
 
@@ -194,6 +197,80 @@ def gained_svg(values: list) -> str:
     return "\n".join(out)
 
 
+def reliability(pairs: list, nbins: int = 10) -> tuple[list, float]:
+    """Bins of announced confidence: (low, n, mean confidence, observed rate); Brier score."""
+    bins: list = [[] for _ in range(nbins)]
+    for c, y in pairs:
+        bins[min(int(c * nbins), nbins - 1)].append((c, y))
+    rows = [(i / nbins, len(b), sum(c for c, _ in b) / len(b), sum(y for _, y in b) / len(b))
+            for i, b in enumerate(bins) if b]
+    brier = sum((c - y) ** 2 for c, y in pairs) / len(pairs) if pairs else 0.0
+    return rows, brier
+
+
+def reliability_svg(rows: list) -> str:
+    """Observed confirmation rate against announced confidence (the diagonal: calibrated)."""
+    W, H, L, R, T, B = 320, 300, 44, 14, 12, 40
+    side = min(W - L - R, H - T - B)
+    nmax = max([n for _, n, _, _ in rows] + [1])
+
+    def xy(c, o):
+        return L + c * side, T + (1 - o) * side
+
+    out = [f'<svg id="reliability" xmlns="http://www.w3.org/2000/svg" width="{W}" '
+           f'height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="reliability plot">']
+    for v in (0, 0.25, 0.5, 0.75, 1):
+        x, y = xy(v, v)
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{L + side}" y2="{y:.1f}" class="grid"/>'
+                   f'<text x="{L - 6}" y="{y + 4:.1f}" class="yl">{v:g}</text>'
+                   f'<text x="{x:.1f}" y="{T + side + 15}" class="tl">{v:g}</text>')
+    x0, y0 = xy(0, 0)
+    x1, y1 = xy(1, 1)
+    out.append(f'<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" stroke="#999" '
+               f'stroke-dasharray="4,3"/>')
+    pts = [xy(m, o) for _, _, m, o in rows]
+    if len(pts) > 1:
+        out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>'
+                   % (COLORS["hypothetical"], " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
+    for (lo, n, m, o), (x, y) in zip(rows, pts):
+        r = 2.5 + 5 * (n / nmax) ** 0.5
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="{COLORS["hypothetical"]}">'
+                   f'<title>confidence {lo:.1f}–{lo + 0.1:.1f}: {n} announcement(s), mean '
+                   f'{m:.3f}, confirmed {o:.3f}</title></circle>')
+    out.append(f'<text x="{L + side / 2}" y="{H - 6}" class="tl">announced confidence '
+               f'(observed rate on the y axis)</text></svg>')
+    return "\n".join(out)
+
+
+def _confidence_section(d: ReportData) -> list:
+    rows, brier = reliability(d.calibration or [])
+    n = len(d.calibration or [])
+    rate = sum(y for _, y in d.calibration) / n if n else 0.0
+    base = rate * (1 - rate)
+    parts = ["<h2>Confidence</h2>",
+             f'<p class=note>each announcement of a hypothetical or pending answer of the main '
+             f'query with its confidence (hypo run --confidence: README "Confidence") against '
+             f'its outcome (confirmed: the same query and substitution became definite; open '
+             f'answers left out): {n} announcement(s), observed rate {rate:.3f}, Brier score '
+             f'<b id="brier">{brier:.4f}</b> (the constant base rate scores {base:.4f}); the '
+             f'dashed diagonal is perfect calibration.</p>']
+    if rows:
+        parts.append(reliability_svg(rows))
+        parts.append(_table(["confidence", "announcements", "mean confidence", "confirmed"],
+                            [(f"{lo:.1f}–{lo + 0.1:.1f}", k, f"{m:.3f}", f"{o:.3f}")
+                             for lo, k, m, o in rows], "reliability"))
+    if d.arrival_model:
+        parts.append("<p class=note>the arrival model at the end of the run, per predicate "
+                     "(*) and #delay instance pattern:</p>")
+        parts.append(_table(["predicate", "pattern", "δ", "arrived", "expected atoms decided",
+                             "of which arrived", "P(arrives)", "mean delay"],
+                            [(r["pred"], r["pattern"], r["delta"], r["arrived"], r["expected"],
+                              r["confirmed"], r["p_arrives"],
+                              "" if r["mean_delay"] is None else r["mean_delay"])
+                             for r in d.arrival_model[:60]], "arrival"))
+    return parts
+
+
 # ---------------------------------------------------------------------- tables
 def _table(head: list, rows: list, cls: str = "") -> str:
     h = "".join(f"<th>{esc(c)}</th>" for c in head)
@@ -276,11 +353,16 @@ def render(d: ReportData) -> str:
     parts.append(gained_svg(gained))
 
     parts.append("<h2>Slowest-deciding answers</h2>")
+    fc = d.first_confidence
     rows = [(lc.label, lc.first, lc.first_status, lc.outcome,
              "" if lc.decided is None else lc.decided, lc.wait(last),
-             "" if lc.deadline is None else lc.deadline) for lc in lcs.slowest(SLOWEST)]
+             "" if lc.deadline is None else lc.deadline)
+            + (() if fc is None else (fc.get(lc.label, ""),)) for lc in lcs.slowest(SLOWEST)]
     parts.append(_table(["answer", "announced", "as", "outcome", "decided", "ticks waited",
-                         "deadline"], rows, "slowest") if rows else "<p>none</p>")
+                         "deadline"] + ([] if fc is None else ["confidence (announced)"]),
+                        rows, "slowest") if rows else "<p>none</p>")
+    if d.calibration is not None:
+        parts.extend(_confidence_section(d))
 
     parts.append("<h2>Quarantine and data quality</h2>")
     if d.quality_note:

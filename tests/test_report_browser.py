@@ -136,6 +136,7 @@ CHECK = """(() => {
     deadlines: q('svg#timeline line.deadline'),
     histogram_bars: q('svg#gained rect.hbar'),
     slowest_rows: q('table.slowest tbody tr'),
+    reliability_points: q('svg#reliability circle'),
     quality_rows: q('table.quality tbody tr'),
     scripts: q('script'),
     counts_width: document.querySelector('svg#counts').getBoundingClientRect().width,
@@ -271,3 +272,18 @@ def test_hypo_run_report_renders_offline_in_chromium(tmp_path):
     got, happened = open_report(path)
     _assert_clean(got, happened, path)
     assert "unknown predicate" in got["text"]
+
+
+@needs_chromium
+def test_hypo_run_confidence_report_renders_offline_in_chromium(tmp_path):
+    """--report with --confidence: the reliability plot, the Brier score, the arrival model."""
+    path = str(tmp_path / "conf.html")
+    prog = write_program(tmp_path, open("examples/wind_turbines.tdl").read())
+    rc, out, err = hypo("run", prog, "--stream", _stream(tmp_path), "--query", "Shdn(X, T)",
+                        "--format", "jsonl", "--confidence", "--report", path)
+    assert rc == 1
+    got, happened = open_report(path)
+    _assert_clean(got, happened, path)
+    assert got["reliability_points"] > 0
+    assert "Brier score" in got["text"] and "P(arrives)" in got["text"]
+    assert "confidence (announced)" in got["text"]
