@@ -58,10 +58,16 @@ def parse_hyp(s: str):
 
 
 def _parse_hyp_slow(s: str):
+    from .metric import parse_aux
     from .parser import parse_atom
 
     neg = s.startswith("not ")
-    a = parse_atom(s[4:] if neg else s)
+    body = s[4:] if neg else s
+    aux = parse_aux(body)  # a metric operator printed for its auxiliary predicate
+    if aux is not None:
+        pred, terms, time = aux
+        body = f"{pred}({', '.join((*terms, time))})"
+    a = parse_atom(body)
     args = tuple((True, x.name) if hasattr(x, "name") else (False, str(x.value))
                  for x in a.args)
     t = None

@@ -105,6 +105,42 @@ def render_aux(pred: str, args: list[str], time: Callable[[int], str]) -> Option
                    for p in pieces)
 
 
+_PARSE: dict[str, "re.Pattern[str]"] = {}
+_TERM = r'("(?:[^"\\]|\\.)*"|[^,()" ]+)'
+_TIME = r"(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*(?:[+-][0-9]+)?)"
+
+
+def parse_aux(text: str) -> Optional[tuple[str, tuple[str, ...], str]]:
+    """The inverse of render_aux: (auxiliary predicate, its argument terms as printed, its
+    time term as printed) of `A(wt1, 5) Since[1,2] B(wt1, 5)`, None if no auxiliary
+    predicate prints so (consumers of printed hypotheses, e.g. confidence.py)."""
+    for name, pieces in _TEMPLATES.items():
+        rx = _PARSE.get(name)
+        if rx is None:
+            parts = []
+            for p in pieces:
+                parts.append(re.escape(p) if isinstance(p, str) else (_TERM if p[0] == "a"
+                                                                        else _TIME))
+            rx = _PARSE[name] = re.compile("".join(parts))
+        m = rx.fullmatch(text)
+        if m is None:
+            continue
+        args: dict[int, str] = {}
+        times: set[str] = set()
+        for p, got in zip([p for p in pieces if not isinstance(p, str)], m.groups()):
+            if p[0] == "a":
+                if args.setdefault(p[1], got) != got:
+                    break
+            else:
+                times.add(_shift_text(got, -p[1]))
+        else:
+            if len(times) == 1:
+                n = len(_NAMES.get(name, ())) - 1
+                if sorted(args) == list(range(n)):
+                    return name, tuple(args[i] for i in range(n)), times.pop()
+    return None
+
+
 def aux_names(pred: str) -> Optional[tuple[str, ...]]:
     """The variable names of an auxiliary predicate's arguments (time last)."""
     return _NAMES.get(pred)

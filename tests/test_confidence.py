@@ -270,3 +270,37 @@ def test_key_of_is_the_rendered_answer_key():
             assert key_of(sess.row.templates[a.tid], a) == answer_key(ex.render(a, tau))
             n += 1
     assert n > 100
+
+
+@pytest.mark.parametrize("engine", ["row", "columnar"])
+def test_confidence_reads_metric_operators_in_hypotheses(engine, capsys):
+    """A hypothesis printed as a metric operator (`not A(…) Since[1,2] B(…)`, an auxiliary
+    predicate) is read back as that predicate: the run completes with a confidence on
+    every line, the same with both executors."""
+    tdl, stream = str(EXAMPLES / "windows.tdl"), str(EXAMPLES / "windows.jsonl")
+    assert main(["run", tdl, "--stream", stream, "--format", "jsonl", "--all",
+                 "--engine", engine, "--confidence"]) == 0
+    out = capsys.readouterr().out
+    objs = [json.loads(l) for l in out.splitlines()]
+    assert any("Since[" in h for o in objs for h in o.get("evidence", []) + o.get("hypotheses", []))
+    assert all(0.0 <= o["confidence"] <= 1.0 for o in objs if "confidence" in o)
+    assert all("confidence" in o for o in objs if o.get("status") in ("hypothetical", "definite"))
+    if engine == "columnar":
+        assert main(["run", tdl, "--stream", stream, "--format", "jsonl", "--all",
+                     "--engine", "row", "--confidence"]) == 0
+        assert capsys.readouterr().out == out
+
+
+def test_parse_aux_is_the_inverse_of_render_aux():
+    from reasoning.compiler import compile_file
+    from reasoning.metric import parse_aux, render_aux
+
+    compile_file(str(EXAMPLES / "windows.tdl"))
+    got = parse_aux('Quiet(wt2, 3) Since[1,2] Service(wt2, 3)')
+    assert got is not None and got[1:] == (("wt2",), "3")
+    assert render_aux(got[0], ["wt2"], lambda d: str(3 + d)) == \
+        'Quiet(wt2, 3) Since[1,2] Service(wt2, 3)'
+    assert parse_aux('Quiet(X, T+1) Since[1,2] Service(X, T+1)')[1:] == (("X",), "T+1")
+    assert parse_aux('Quiet(wt2, 3) Since[1,2] Service(wt1, 3)') is None  # not one instance
+    assert parse_hyp('not Quiet(wt2, 3) Since[1,2] Service(wt2, 3)')[1:] == (
+        got[0], ((False, "wt2"),), 3)
