@@ -23,6 +23,8 @@ from .stream import Slice, StreamReader, open_stream
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`hypo run`: Algorithm 1 over a stream file read slice by slice, printing every tick's
     answer set (or, with --changes, what changed)."""
+    if getattr(args, "report", None) and os.path.isdir(args.report):
+        raise HypoError(f"--report {args.report}: is a directory (give the HTML file's name)")
     cp = compile_file(args.program, args.query)
     for w in cp.warnings:
         print(w.format(), file=err)
@@ -539,15 +541,34 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--confidence", action="store_true",
                    help="add each answer's confidence (the probability that it is confirmed, "
                         "from an arrival model learned from the stream; README \"Confidence\")")
-    r.add_argument("--min-confidence", type=float, metavar="P",
+    r.add_argument("--min-confidence", type=_probability, metavar="P",
                    help="prune the main query's hypothetical and pending answers whose "
                         "confidence is below P (never definite ones; counted on stderr)")
-    r.add_argument("--max-state", type=int, metavar="N",
+    r.add_argument("--max-state", type=_natural, metavar="N",
                    help="keep at most the N most likely hypothetical and pending answers of "
                         "the main query (the rest are pruned and counted on stderr)")
     lk = sub.add_parser("lake", help="the lakehouse pipeline (Spark + Delta)", add_help=False)
     lk.add_argument("rest", nargs=argparse.REMAINDER)
     return p
+
+
+def _probability(text: str) -> float:
+    """--min-confidence: a number in [0, 1]."""
+    try:
+        p = float(text)
+    except ValueError:
+        p = float("nan")
+    if not 0.0 <= p <= 1.0:  # also NaN
+        raise argparse.ArgumentTypeError(f"expected a probability between 0 and 1, got {text!r}")
+    return p
+
+
+def _natural(text: str) -> int:
+    """--max-state: a natural number (of at most 18 digits)."""
+    t = text.strip()
+    if not t.isdigit() or len(t) > 18:
+        raise argparse.ArgumentTypeError(f"expected a natural number, got {text!r}")
+    return int(t)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

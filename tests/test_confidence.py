@@ -304,3 +304,16 @@ def test_parse_aux_is_the_inverse_of_render_aux():
     assert parse_aux('Quiet(wt2, 3) Since[1,2] Service(wt1, 3)') is None  # not one instance
     assert parse_hyp('not Quiet(wt2, 3) Since[1,2] Service(wt2, 3)')[1:] == (
         got[0], ((False, "wt2"),), 3)
+
+
+@pytest.mark.parametrize("flag", [["--min-confidence", "2"], ["--min-confidence", "nan"],
+                                  ["--min-confidence", "x"], ["--max-state", "-1"],
+                                  ["--max-state", "9" * 30], ["--report", "/"]])
+def test_bad_flags_are_usage_errors(flag, capsys):
+    try:
+        rc = main(["run", TDL, "--stream", STREAM] + flag)
+    except SystemExit as e:  # argparse
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "error" in err and "Traceback" not in err
