@@ -111,7 +111,7 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
     import io
     from types import SimpleNamespace
 
-    from reasoning.cli import _Pruner
+    from reasoning.pruning import Pruner
     from reasoning.compiler import compile_program
     from reasoning.session import Session
 
@@ -121,7 +121,7 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
     sess = Session(cp, engine=engine)
     args = SimpleNamespace(confidence=False, min_confidence=None, max_state=max_state,
                            all_queries=False, all=False, ground=False)
-    pr = _Pruner(args, cp, sess, io.StringIO())
+    pr = Pruner(args, cp, sess, io.StringIO())
     if randomly:  # the control: the same number of answers kept, chosen at random
         rnd = random.Random(seed + 2)
         pr.order = lambda x: rnd.random()

@@ -12,10 +12,12 @@ import os
 import sys
 from typing import Optional, TextIO
 
+from .changes import Changes
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
-from .explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_key, format_atom_answer,
-                      static_horizons)
+from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
+from .pruning import Pruner, wants_confidence
+from .runreport import RunReport
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
 from .stream import Slice, StreamReader, open_stream
 
@@ -38,14 +40,14 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}
     changes = Changes() if args.changes else None
-    rep_data = _ReportCollector(args, cp) if getattr(args, "report", None) else None
+    rep_data = RunReport(args, cp) if getattr(args, "report", None) else None
     duplicates = 0
     accepted = 0
     slices = reader.column_slices()
     ahead = next(slices, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
-    pruner = _Pruner(args, cp, sess, err) if _wants_confidence(args) else None
+    pruner = Pruner(args, cp, sess, err) if wants_confidence(args) else None
     if pruner is not None and pruner.prunes:
         margin = None  # a replayed quiet stretch would rebuild pruned answers
     quiet = 0  # ticks in a row without facts that printed nothing
@@ -162,137 +164,6 @@ def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int
     return last + 1, prev_hyp
 
 
-class _ReportCollector:
-    """`--report FILE`: the lifecycle of the main query's answers (pending included) and the
-    rejected lines per tick, rendered at the end as one HTML file (reasoning/report.py)."""
-
-    def __init__(self, args, cp):
-        from .lifecycle import Lifecycles
-
-        self.args, self.cp = args, cp
-        self.lcs = Lifecycles()
-        self.quality: dict = {}
-        self.no_tick = 0
-        self.conf_recs: list = []  # (answer, confidence, tick) of non-definite answers
-        self.definite_at: dict = {}  # answer -> first tick definite
-        self.last_seen: dict = {}
-        self.first_conf: dict = {}  # label -> confidence at first announcement
-
-    def confidences(self, tau: int, objs: list, conf) -> None:
-        """--confidence: each announcement's confidence and each answer's outcome."""
-        for o in objs:
-            k = (o["query"], json.dumps(o["substitution"], sort_keys=True))
-            if o["status"] == DEFINITE:
-                self.definite_at.setdefault(k, tau)
-                continue
-            c = conf(o)
-            self.conf_recs.append((k, c, tau))
-            self.last_seen[k] = tau
-            self.first_conf.setdefault(format_atom_answer(o), round(c, 3))
-
-    def _q(self, tick: int) -> dict:
-        return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
-                                              "quarantined": 0, "reasons": {}})
-
-    def rejected(self, r) -> None:
-        if r.tick is None:
-            self.no_tick += 1
-            return
-        q = self._q(r.tick)
-        q["facts"] += 1
-        q["quarantined"] += 1
-        why = r.reason.split(":")[0][:60]
-        q["reasons"][why] = q["reasons"].get(why, 0) + 1
-
-    def tick(self, tau: int, n_facts: int, duplicates: int, objs: list) -> None:
-        if n_facts:
-            q = self._q(tau)
-            q["facts"] += n_facts
-            q["accepted"] += n_facts - duplicates
-        self.lcs.observe(tau, objs)
-
-    def write(self, last: int, executor: str, pruner=None) -> None:
-        import hashlib
-
-        from .report import ReportData, render, write
-
-        with open(self.args.program, encoding="utf-8") as fh:
-            text = fh.read()
-        notes = [f"hypo run {os.path.basename(self.args.program)} --stream "
-                 f"{os.path.basename(self.args.stream)} ({executor} engine); ticks of a skipped "
-                 f"quiet stretch had no answers"]
-        if self.no_tick:
-            notes.append(f"{self.no_tick} rejected line(s) carried no usable tick")
-        d = ReportData(
-            title=f"hypo lifecycle report: {self.cp.main.atom}",
-            source=f"stream {self.args.stream}", start=self.lcs.first_tick or 0,
-            end=max(last, 0), lifecycles=self.lcs.finish(),
-            quarantined={t: q["quarantined"] for t, q in self.quality.items()},
-            quality=[self.quality[t] for t in sorted(self.quality)],
-            quality_note="rejected stream lines per arrival tick (duplicates are ignored, not "
-                         "rejected); the Great Expectations suite runs in the lake only",
-            program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
-            program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
-        if pruner is not None and self.args.confidence:
-            d.calibration = [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
-                             for k, c, t in self.conf_recs
-                             if k in self.definite_at or self.last_seen[k] < last]
-            d.first_confidence = self.first_conf
-            d.arrival_model = pruner.conf.model.summary()
-        write(self.args.report, render(d))
-
-
-class Changes:
-    """`--changes`: per tick only the answers whose lines changed since the previous tick.
-    An answer (its query, substitution and exclusions: explain.answer_key) is printed with
-    all its current lines when that set of lines changed — `new` (not printed before),
-    `updated` (other evidence, hypotheses or deadline), `decided` (now definite) — and once
-    as `refuted` when it is gone without having become definite.  Replaying the changes
-    (replace an answer's lines by the printed ones, drop refuted answers) gives the full
-    output of every tick; definite answers are final (forgetting drops them after the tick
-    they are printed at, as in the full output)."""
-
-    def __init__(self):
-        self.prev = None
-
-    def update(self, tau: int, cur) -> list[str]:
-        import polars as pl
-
-        prefix = f'{{"tick": {tau}, '
-        if cur is None:
-            cur = pl.DataFrame(schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String,
-                                       "akey": pl.String, "status": pl.String})
-        # answers and lines are compared by 128-bit hashes (two seeds) of their text: joins on
-        # integers instead of ~200-byte strings (a collision has probability ~n²/2¹²⁸)
-        body = pl.col("line").str.slice(len(prefix))
-        cur = cur.with_columns(body=body, a1=pl.col("akey").hash(11), a2=pl.col("akey").hash(12),
-                               l1=body.hash(13), l2=body.hash(14))
-        prev = self.prev
-        self.prev = cur.select("skey", "a1", "a2", "l1", "l2", "body", "status")
-        if prev is None:
-            changed = cur.with_columns(upd=pl.lit(False))
-            gone = None
-        else:
-            key, line = ["a1", "a2"], ["a1", "a2", "l1", "l2"]
-            added = cur.select(line).join(prev.select(line), on=line, how="anti")
-            dropped = prev.join(cur.select(line), on=line, how="anti")
-            keys = pl.concat([added.select(key), dropped.select(key)]).unique()
-            changed = cur.join(keys, on=key, how="semi").join(
-                prev.select(key).unique().with_columns(upd=pl.lit(True)), on=key, how="left",
-                maintain_order="left").with_columns(pl.col("upd").fill_null(False))
-            gone = dropped.join(cur.select(key), on=key, how="anti").filter(
-                pl.col("status") != "definite").sort("skey")
-        change = (pl.when(pl.col("status") == "definite").then(pl.lit("decided"))
-                  .when(pl.col("upd")).then(pl.lit("updated")).otherwise(pl.lit("new")))
-        out = changed.sort(["grp", "skey"]).select(pl.concat_str(
-            [pl.lit(prefix + '"change": "'), change, pl.lit('", '), pl.col("body")]))
-        out = out.to_series().to_list()
-        if gone is not None and gone.height:
-            out.extend(gone.select(pl.concat_str(
-                [pl.lit(prefix + '"change": "refuted", '), pl.col("body")])).to_series().to_list())
-        return out
-
-
 def _duplicate_lines(entries, dups):
     """Pair each duplicate fact with its input line: the last occurrences are the repeats."""
     occ: dict = {}
@@ -303,170 +174,6 @@ def _duplicate_lines(entries, dups):
         n = dups.count(f)
         out.extend((f, no) for no in occ.get(f, [0])[-n:])
     return sorted(out, key=lambda x: x[1])
-
-
-def _wants_confidence(args) -> bool:
-    return bool(getattr(args, "confidence", False) or getattr(args, "min_confidence", None)
-                is not None or getattr(args, "max_state", None) is not None)
-
-
-class _Pruner:
-    """`--confidence`, `--min-confidence p`, `--max-state N` (002 §8): the arrival model fed
-    every tick, the confidences of the printed answers, and the pruning of the main query's
-    hypothetical and pending answers (never definite ones), removed from S_τ by either
-    executor (the columnar one: from its Polars frames; on another backend only the output
-    is pruned, a pruned answer staying hidden until it becomes definite)."""
-
-    def __init__(self, args, cp, sess: Session, err: TextIO):
-        from .confidence import Confidence
-
-        self.args, self.sess, self.err = args, sess, err
-        self.conf = Confidence(cp)
-        self.main_q = str(cp.main.atom)
-        self.prunes = args.min_confidence is not None or args.max_state is not None
-        self.hidden: set = set()
-        self.output_only = False  # a backend whose state is not pruned (not Polars)
-        self.order = lambda x: (-x[0], x[1])  # most likely first (bench/confidence.py: random)
-        self.n_low = self.n_over = 0
-        self.state_pruned = 0
-
-    def tick(self, tau: int, facts) -> None:
-        if not self.output_only:
-            self.hidden = set()  # pruned answers are gone from S_τ
-        objs = self.objs_all = self.sess.objects(True, True, False)
-        self.conf.observe(tau, facts, objs)
-        if not self.prunes:
-            return
-        if self.hidden:  # answers gone from S_τ do not come back: forget their keys
-            self.hidden &= {answer_key(o) for o in objs if o["query"] == self.main_q}
-        a = self.args
-        cand = [(self.conf.of(o), json.dumps(o, sort_keys=True), o) for o in objs
-                if o["query"] == self.main_q and o["status"] != DEFINITE
-                and answer_key(o) not in self.hidden]
-        low = [x for x in cand if a.min_confidence is not None and x[0] < a.min_confidence]
-        keep = [x for x in cand if not (a.min_confidence is not None and x[0] < a.min_confidence)]
-        over = []
-        if a.max_state is not None and len(keep) > a.max_state:
-            keep.sort(key=self.order)
-            over = keep[a.max_state:]
-        gone = {answer_key(x[2]) for x in low + over}
-        if not gone:
-            return
-        self.n_low += len(low)
-        self.n_over += len(over)
-        self.hidden |= gone
-        if self.sess.row is not None:
-            self.state_pruned += self._prune_row(gone)
-        else:
-            self.state_pruned += self._prune_columnar(gone)
-        print(f"tick {tau}: pruned {len(low) + len(over)} answer(s) of {self.main_q} "
-              f"({len(low)} below --min-confidence, {len(over)} beyond --max-state)",
-              file=self.err)
-
-    def _prune_row(self, keys: set) -> int:
-        eng = self.sess.row
-        n = 0
-        for ans in list(eng.answers):
-            tp = eng.templates[ans.tid]
-            if tp.qid != eng.main_qid or eng.is_definite(ans):
-                continue
-            if key_of(tp, ans) in keys:
-                eng.remove(ans)
-                n += 1
-        return n
-
-    def _prune_columnar(self, keys: set) -> int:
-        """The pruned answers' rows leave the columnar executor's S_τ (Polars frames; any
-        other backend: the output only)."""
-        import polars as pl
-
-        from .columnar.layout import row_to_answer
-
-        col = self.sess.col
-        n = 0
-        for k, tp in enumerate(col.templates):
-            if tp.qid != col.main_qid:
-                continue
-            for P, A in list(col.S[k].items()):
-                if not isinstance(A, pl.DataFrame):
-                    self.output_only = True
-                    continue
-                if not A.height:
-                    continue
-                lay = col.layouts[k]
-                mask = []
-                for r in A.iter_rows(named=True):
-                    a = row_to_answer(lay, r)
-                    mask.append(len(a.ev) == len(tp.lits) or key_of(tp, a) not in keys)
-                drop = len(mask) - sum(mask)
-                if drop:
-                    col.S[k][P] = A.filter(pl.Series(mask, dtype=pl.Boolean))
-                    n += drop
-        return n
-
-    def shown(self, objs: list) -> list:
-        if not self.hidden:
-            return objs
-        return [o for o in objs if o["status"] == DEFINITE or answer_key(o) not in self.hidden]
-
-    def _objs(self, ground: Optional[bool] = None) -> list:
-        """The printed objects: without --ground, filtered from this tick's objects of all
-        queries (same order: session.answers_at sorts by query ≠ main, then canonical JSON)
-        instead of rendering S_τ a second time."""
-        a = self.args
-        ground = a.ground if ground is None else ground
-        if ground:
-            return self.shown(self.sess.objects(a.all_queries, a.all, True))
-        return self.shown([o for o in self.objs_all
-                           if (a.all_queries or o["query"] == self.main_q)
-                           and (a.all or o["status"] != PENDING)])
-
-    def _line(self, o: dict) -> str:
-        from .confidence import line_with_confidence
-
-        if self.args.confidence:
-            return line_with_confidence(o, self.conf.of(o))
-        return json.dumps(o, ensure_ascii=False)
-
-    def lines(self) -> list[str]:
-        return [self._line(o) for o in self._objs()]
-
-    def keyed(self):
-        import polars as pl
-
-        from .columnar.render import answer_key_text
-
-        objs = self._objs(False)
-        return pl.DataFrame(
-            {"grp": [0 if o["query"] == self.main_q else 1 for o in objs],
-             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
-             "line": [self._line(o) for o in objs],
-             "akey": [answer_key_text(o) for o in objs],
-             "status": [o["status"] for o in objs]},
-            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
-                    "status": pl.String})
-
-    def summary(self) -> str:
-        where = f"{self.state_pruned} removed from S_τ" + (
-            "; the rest hidden from the output only" if self.output_only else "")
-        return (f", {self.n_low + self.n_over} answer(s) pruned ({self.n_low} below "
-                f"--min-confidence, {self.n_over} beyond --max-state; {where})")
-
-
-def key_of(tp, a) -> tuple:
-    """explain.answer_key of an Answer without rendering it (its query, bound substitution
-    and single-variable exclusions, as Explainer.render builds them)."""
-    qname: dict = {}
-    for name, isvar, x, off in tp.qvars:
-        if isvar and off == 0:
-            qname.setdefault(x, name)
-    excluded: dict = {}
-    for n in a.ng:
-        if len(n) == 1:
-            v, c = n[0]
-            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
-    return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
-                       "excluded": {k: sorted(v, key=str) for k, v in excluded.items()}})
 
 
 def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> None:

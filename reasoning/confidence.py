@@ -330,7 +330,6 @@ class Confidence:
             return c
         _, qnames, qtv = query_shape(obj["query"])
         qvars = {n for n in qnames if n} | ({qtv} if qtv else set())
-        sub = obj["substitution"]
         m = self.model
         pos = set()
         for h in obj["hypotheses"]:

@@ -193,3 +193,19 @@ def format_atom_answer(obj: dict) -> str:
         s += " for " + ", ".join(
             f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items())
     return s
+
+
+def key_of(tp, a) -> tuple:
+    """explain.answer_key of an Answer without rendering it (its query, bound substitution
+    and single-variable exclusions, as Explainer.render builds them)."""
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    excluded: dict = {}
+    for n in a.ng:
+        if len(n) == 1:
+            v, c = n[0]
+            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+    return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
+                       "excluded": {k: sorted(v, key=str) for k, v in excluded.items()}})

@@ -161,6 +161,48 @@ class Session:
             return self.rep
         return self.step(sl.facts(), tau)
 
+    def prune_main(self, keys: set) -> tuple[int, bool]:
+        """Remove from S_τ the main query's non-definite answers whose answer_key is in
+        `keys` (002 §8 pruning, `--min-confidence` / `--max-state`): (how many were removed,
+        whether some could only be hidden from the output — a backend other than Polars)."""
+        from .explain import key_of
+
+        if self.col is None:
+            eng = self.row
+            n = 0
+            for ans in list(eng.answers):
+                tp = eng.templates[ans.tid]
+                if tp.qid != eng.main_qid or eng.is_definite(ans):
+                    continue
+                if key_of(tp, ans) in keys:
+                    eng.remove(ans)
+                    n += 1
+            return n, False
+        import polars as pl
+
+        from .columnar.layout import row_to_answer
+
+        col = self.col
+        n = 0
+        output_only = False
+        for k, tp in enumerate(col.templates):
+            if tp.qid != col.main_qid:
+                continue
+            for P, A in list(col.S[k].items()):
+                if not isinstance(A, pl.DataFrame):
+                    output_only = True
+                    continue
+                if not A.height:
+                    continue
+                lay = col.layouts[k]
+                mask = [len(a.ev) == len(tp.lits) or key_of(tp, a) not in keys
+                        for a in (row_to_answer(lay, r) for r in A.iter_rows(named=True))]
+                drop = len(mask) - sum(mask)
+                if drop:
+                    col.S[k][P] = A.filter(pl.Series(mask, dtype=pl.Boolean))
+                    n += drop
+        return n, output_only
+
     # ------------------------------------------------------------------ rendering
     def lines(self, all_queries: bool = False, include_pending: bool = False,
               ground: bool = False) -> list[str]:

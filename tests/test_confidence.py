@@ -190,13 +190,13 @@ def test_row_pruning_shrinks_state():
     from types import SimpleNamespace
     import io
 
-    from reasoning.cli import _Pruner
+    from reasoning.pruning import Pruner
 
     cp = compile_program(MALF, "<t>")
     sizes = {}
     for N in (None, 2):
         sess = Session(cp, engine="row")
-        pr = _Pruner(SimpleNamespace(confidence=False, min_confidence=None, max_state=N,
+        pr = Pruner(SimpleNamespace(confidence=False, min_confidence=None, max_state=N,
                                      all_queries=False, all=False, ground=False), cp, sess,
                      io.StringIO())
         peak = 0
@@ -256,7 +256,7 @@ def test_row_and_columnar_same_confidences_on_bench_workloads(wl, tmp_path, caps
 
 def test_key_of_is_the_rendered_answer_key():
     from bench.engine import workload
-    from reasoning.cli import key_of
+    from reasoning.explain import key_of
     from reasoning.explain import Explainer, answer_key
 
     text, slices = workload("turbines", 20, 15, seed=3)

@@ -1,0 +1,88 @@
+"""`hypo run --report FILE`: what a run's lifecycle report is made of, collected tick by
+tick (lifecycles, rejected lines, confidences) and written at the end (reasoning/report.py)."""
+from __future__ import annotations
+
+import json
+import os
+
+from .explain import DEFINITE, format_atom_answer
+
+
+class RunReport:
+    """`--report FILE`: the lifecycle of the main query's answers (pending included) and the
+    rejected lines per tick, rendered at the end as one HTML file (reasoning/report.py)."""
+
+    def __init__(self, args, cp):
+        from .lifecycle import Lifecycles
+
+        self.args, self.cp = args, cp
+        self.lcs = Lifecycles()
+        self.quality: dict = {}
+        self.no_tick = 0
+        self.conf_recs: list = []  # (answer, confidence, tick) of non-definite answers
+        self.definite_at: dict = {}  # answer -> first tick definite
+        self.last_seen: dict = {}
+        self.first_conf: dict = {}  # label -> confidence at first announcement
+
+    def confidences(self, tau: int, objs: list, conf) -> None:
+        """--confidence: each announcement's confidence and each answer's outcome."""
+        for o in objs:
+            k = (o["query"], json.dumps(o["substitution"], sort_keys=True))
+            if o["status"] == DEFINITE:
+                self.definite_at.setdefault(k, tau)
+                continue
+            c = conf(o)
+            self.conf_recs.append((k, c, tau))
+            self.last_seen[k] = tau
+            self.first_conf.setdefault(format_atom_answer(o), round(c, 3))
+
+    def _q(self, tick: int) -> dict:
+        return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
+                                              "quarantined": 0, "reasons": {}})
+
+    def rejected(self, r) -> None:
+        if r.tick is None:
+            self.no_tick += 1
+            return
+        q = self._q(r.tick)
+        q["facts"] += 1
+        q["quarantined"] += 1
+        why = r.reason.split(":")[0][:60]
+        q["reasons"][why] = q["reasons"].get(why, 0) + 1
+
+    def tick(self, tau: int, n_facts: int, duplicates: int, objs: list) -> None:
+        if n_facts:
+            q = self._q(tau)
+            q["facts"] += n_facts
+            q["accepted"] += n_facts - duplicates
+        self.lcs.observe(tau, objs)
+
+    def write(self, last: int, executor: str, pruner=None) -> None:
+        import hashlib
+
+        from .report import ReportData, render, write
+
+        with open(self.args.program, encoding="utf-8") as fh:
+            text = fh.read()
+        notes = [f"hypo run {os.path.basename(self.args.program)} --stream "
+                 f"{os.path.basename(self.args.stream)} ({executor} engine); ticks of a skipped "
+                 f"quiet stretch had no answers"]
+        if self.no_tick:
+            notes.append(f"{self.no_tick} rejected line(s) carried no usable tick")
+        d = ReportData(
+            title=f"hypo lifecycle report: {self.cp.main.atom}",
+            source=f"stream {self.args.stream}", start=self.lcs.first_tick or 0,
+            end=max(last, 0), lifecycles=self.lcs.finish(),
+            quarantined={t: q["quarantined"] for t, q in self.quality.items()},
+            quality=[self.quality[t] for t in sorted(self.quality)],
+            quality_note="rejected stream lines per arrival tick (duplicates are ignored, not "
+                         "rejected); the Great Expectations suite runs in the lake only",
+            program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
+            program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
+        if pruner is not None and self.args.confidence:
+            d.calibration = [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
+                             for k, c, t in self.conf_recs
+                             if k in self.definite_at or self.last_seen[k] < last]
+            d.first_confidence = self.first_conf
+            d.arrival_model = pruner.conf.model.summary()
+        write(self.args.report, render(d))
