@@ -48,8 +48,22 @@ case "${1:-standalone}" in
   backfill)
     [ $# -eq 3 ] || { echo "usage: scripts/airflow.sh backfill A B" >&2; exit 2; }
     read -r FROM TO < <(dates "$2" "$3")
-    exec airflow backfill create --dag-id hypo_ticks --from-date "$FROM" --to-date "$TO" \
-      --reprocess-behavior completed --max-active-runs 1 ;;
+    # SQLite has one writer: under load the running scheduler can hold the database past
+    # SQLite's busy timeout, and the backfill's transaction (rolled back whole) fails with
+    # "database is locked" — try again, a few times, for that error only
+    for attempt in 1 2 3 4 5; do
+      set +e
+      OUT="$(airflow backfill create --dag-id hypo_ticks --from-date "$FROM" --to-date "$TO" \
+        --reprocess-behavior completed --max-active-runs 1 2>&1)"
+      RC=$?
+      set -e
+      if [ $RC -eq 0 ] || ! grep -q "database is locked" <<<"$OUT" || [ $attempt -eq 5 ]; then
+        printf '%s\n' "$OUT"
+        exit $RC
+      fi
+      echo "scripts/airflow.sh: the metadata database was locked (attempt $attempt of 5); retrying" >&2
+      sleep $((attempt * ${HYPO_AIRFLOW_RETRY_SLEEP:-3}))
+    done ;;
   standalone)
     airflow db migrate >/dev/null
     exec airflow standalone ;;

@@ -167,3 +167,42 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
     state = delta.read_arrow(os.path.join(lake, "state"), "state")
     cur = state.filter(pc.equal(state.column("tick"), last))
     assert cur.num_rows == st["last"]["counts"]["state_rows"] > 0
+
+
+@pytest.mark.parametrize("failures,rc", [(2, 0), (9, 1)])
+def test_backfill_retries_only_a_locked_database(tmp_path, failures, rc):
+    """`scripts/airflow.sh backfill` tries again when SQLite was locked by the scheduler (CI
+    saw it under load), up to 5 times; any other failure is returned at once (a fake
+    `airflow` in a copy of the repository's layout)."""
+    import shutil
+    import sys
+
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, root / "scripts" / "airflow.sh")
+    shutil.copytree(ROOT / "dags", root / "dags")
+    venv = root / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    real = Path(sys.prefix)
+    shutil.copy(real / "pyvenv.cfg", venv / "pyvenv.cfg")
+    (venv / "lib").symlink_to(real / "lib")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable))
+    count = tmp_path / "count"
+    fake = venv / "bin" / "airflow"
+    fake.write_text(f"""#!/bin/bash
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}
+if [ $n -le {failures} ]; then echo "(sqlite3.OperationalError) database is locked"; exit 1; fi
+echo "created"
+""")
+    fake.chmod(0o755)
+    env = {**os.environ, "HYPO_AIRFLOW_RETRY_SLEEP": "0", "AIRFLOW_HOME": str(tmp_path / "ah")}
+    r = subprocess.run(["bash", str(root / "scripts" / "airflow.sh"), "backfill", "1", "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == rc, r.stdout + r.stderr
+    assert int(count.read_text()) == min(failures + 1, 5)
+    assert ("created" in r.stdout) == (rc == 0)
+    fake.write_text("#!/bin/bash\necho 'some other failure'; exit 3\n")
+    count.unlink()
+    r = subprocess.run(["bash", str(root / "scripts" / "airflow.sh"), "backfill", "1", "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3 and "some other failure" in r.stdout and "retrying" not in r.stderr
