@@ -114,36 +114,9 @@ class Explainer:
         b = a.b
         if ground:
             b = tuple(ground.get(i, v) for i, v in enumerate(b))
-        ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
-        hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
-                     if i not in a.ev} - set(ev))
         st = status(eng, a)
-        excluded: dict[str, list] = {}
-        combos = []
-        qname = {}
-        for name, isvar, x, off in tp.qvars:
-            if isvar and off == 0:
-                qname.setdefault(x, name)
         ng = a.ng if not ground else frozenset(n for n in a.ng if all(v not in ground for v, _ in n))
-        for n in ng:
-            if len(n) == 1:
-                v, c = n[0]
-                excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
-            else:
-                combos.append({qname.get(v, tp.names[v]): c for v, c in n})
-        out: dict[str, Any] = {
-            "tick": tick,
-            "query": str(tp.query.atom),
-            "status": st,
-            "substitution": tp.answer(b),
-            "excluded": {k: sorted(v, key=str) for k, v in sorted(excluded.items())},
-            "evidence": ev,
-            "hypotheses": hy,
-            "deadline": None if st == DEFINITE else self.deadline(a),
-        }
-        if combos:
-            out["excluded_combinations"] = sorted(combos, key=lambda d: sorted(d.items()))
-        return out
+        return answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a))
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
         """Assignments of a's unbound object *query* variables over the domain, minus its
@@ -195,17 +168,52 @@ def format_atom_answer(obj: dict) -> str:
     return s
 
 
-def key_of(tp, a) -> tuple:
-    """explain.answer_key of an Answer without rendering it (its query, bound substitution
-    and single-variable exclusions, as Explainer.render builds them)."""
+def exclusions(tp, ng) -> tuple[dict, list]:
+    """An answer's nogoods as printed: the single-variable ones as `excluded` ({name: sorted
+    constants}), the others as `excluded_combinations`; a variable is named after the query
+    variable it is, where it is one."""
     qname: dict = {}
     for name, isvar, x, off in tp.qvars:
         if isvar and off == 0:
             qname.setdefault(x, name)
-    excluded: dict = {}
-    for n in a.ng:
+    excluded: dict[str, list] = {}
+    combos = []
+    for n in ng:
         if len(n) == 1:
             v, c = n[0]
             excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+        else:
+            combos.append({qname.get(v, tp.names[v]): c for v, c in n})
+    return ({k: sorted(v, key=str) for k, v in sorted(excluded.items())},
+            sorted(combos, key=lambda d: sorted(d.items())))
+
+
+def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
+                  deadline: Optional[int]) -> dict[str, Any]:
+    """The printed object of answer `a` of template `tp` under bindings `b` (its own, or
+    grounded) with nogoods `ng`, status `st` and deadline (Explainer.render, and the columnar
+    renderer's rows with nogoods)."""
+    ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
+    hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
+                 if i not in a.ev} - set(ev))
+    excluded, combos = exclusions(tp, ng)
+    out: dict[str, Any] = {
+        "tick": tick,
+        "query": str(tp.query.atom),
+        "status": st,
+        "substitution": tp.answer(b),
+        "excluded": excluded,
+        "evidence": ev,
+        "hypotheses": hy,
+        "deadline": deadline,
+    }
+    if combos:
+        out["excluded_combinations"] = combos
+    return out
+
+
+def key_of(tp, a: Answer) -> tuple:
+    """explain.answer_key of an Answer without rendering it (its query, bound substitution
+    and single-variable exclusions)."""
     return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
-                       "excluded": {k: sorted(v, key=str) for k, v in excluded.items()}})
+                       "excluded": exclusions(tp, a.ng)[0]})

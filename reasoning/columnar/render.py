@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..explain import DEFINITE, HYPOTHETICAL, PENDING, static_horizons
+from ..explain import DEFINITE, HYPOTHETICAL, PENDING, answer_object, static_horizons
 from ..metric import aux_template
 from ..syntax import Const, Time
 from .layout import BOOL, INT, OBJ, decode_nogoods, vcol
@@ -38,6 +38,9 @@ class Renderer:
         self.rel = static_horizons(eng.tool)
         self.main_q = str(eng.cp.main.atom)
         self.stats = {"python_rows": 0}
+        self._table = False  # rendering the lake's answers-table columns
+        self._memo = None  # (frames, options, rendered) of the last call of lines()
+        self._rcache: dict = {}  # (k, P) -> the line bodies of the previous tick's rows
 
     # ------------------------------------------------------------ string expressions
     def _escape_json(self, e, special: bool):
@@ -352,28 +355,19 @@ class Renderer:
         """The printed answer set of tick τ (main query unless all_queries), sorted as
         `hypo run` prints it: (query ≠ main, json.dumps(obj, sort_keys=True)).  With
         with_keys: a frame of (grp, skey, line, akey, status) instead of the list; with
-        table: the lake's answers-table columns (unsorted).  Every answer of the tick is
-        rendered once (memo on the frames): the printing options are filters of it."""
+        table: the lake's answers-table columns (unsorted).  Only the answers asked for are
+        rendered (memo on the frames and the options)."""
         B = self.B
-        every = all_queries
-        memo = getattr(self, "_memo", None)
-        opts = (tau, table, every, include_pending)
+        memo = self._memo
+        opts = (tau, table, all_queries, include_pending)
         if memo is not None and memo[0] is frames and memo[1] == opts:
             out = memo[2]
         else:
             self._table = table
-            out = self._render_all(frames, tau, every, include_pending)
+            out = self._render_all(frames, tau, all_queries, include_pending)
             self._memo = (frames, opts, out)
-        if out is None:
+        if out is None or (B.cheap_checks and B.is_empty(out)):
             return [] if not (with_keys or table) else None
-        if not all_queries:
-            out = B.filter(out, B.col("_main"))
-        if not include_pending:
-            out = B.filter(out, B.col("status") != B.lit(PENDING, OBJ))
-        if B.cheap_checks and B.is_empty(out):
-            return [] if not (with_keys or table) else None
-        cols = [c for c in B.columns(out) if c != "_main"]
-        out = B.select(out, [B.col(c) for c in cols])
         if table:
             return out
         out = B.sort(out, ["grp", "skey"])
@@ -382,8 +376,8 @@ class Renderer:
         return B.column_list(out, "line")
 
     def _render_all(self, frames: dict, tau: int, every: bool, pending: bool = True):
-        """The answers of every query (or of the main one), pending ones included if asked,
-        with a `_main` flag; only the rows printed are rendered."""
+        """The rendered answers of every query (or of the main one), pending ones included if
+        asked: only the rows printed are rendered."""
         B = self.B
         eng = self.eng
         shown = {k for k, tp in enumerate(eng.templates) if tp.qid == eng.main_qid or every}
@@ -399,25 +393,29 @@ class Renderer:
                         todo.append(k2)
         dls = self.deadlines({kp: df for kp, df in frames.items() if kp[0] in needed}, tau)
         parts = []
-        cache = B.name == "polars" and not getattr(self, "_table", False)
+        cache = self._columns_only()
         kept: dict = {}
         for (k, P), df in dls.items():
             if k in shown and not pending:
                 df = B.filter(df, B.col("ev") != B.lit(0, INT))
             if k in shown and not B.is_empty(df):
-                main = B.lit(eng.templates[k].qid == eng.main_qid, BOOL)
                 if cache:
                     df, got = self._render_cached(k, P, df, tau, kept)
                     if got is not None:
-                        parts.append(B.with_columns(got, {"_main": main}))
+                        parts.append(got)
                     if B.is_empty(df):
                         continue
-                parts.extend(B.with_columns(x, {"_main": main}) for x in self._render(k, P, df, tau))
+                parts.extend(self._render(k, P, df, tau))
         if cache:
             self._rcache = kept
         if not parts:
             return None
         return B.unique(B.concat(parts), ["skey"])
+
+    def _columns_only(self) -> bool:
+        """Rendering for `hypo run` on Polars: the in-process shortcuts (_render_cached,
+        _json_sets) apply; the lake's table columns and Spark take the general plan."""
+        return self.B.name == "polars" and not self._table
 
     def _render_cached(self, k: int, P, df, tau: int, kept: dict):
         """Lines of the rows without nogoods, rendered once per row: a row's line depends on
@@ -434,7 +432,7 @@ class Renderer:
         if plain.height == 0:
             return rest, None
         prefix, suffix = f'{{"tick": {tau}, ', f', "tick": {tau}}}'
-        old = getattr(self, "_rcache", {}).get((k, P))
+        old = self._rcache.get((k, P))
         if old is not None:
             hit = old.join(plain.select(keys), on=keys, how="semi", nulls_equal=True)
             new = plain.join(old.select(keys), on=keys, how="anti", nulls_equal=True)
@@ -512,7 +510,7 @@ class Renderer:
                     B.when(B.col("ev") != B.lit(0, INT), B.lit(HYPOTHETICAL, OBJ),
                            B.lit(PENDING, OBJ)))
         lits = [self._literal(k, P, j) for j in range(len(tp.lits))]
-        if B.name == "polars" and not getattr(self, "_table", False) and len(lits) in _NETS:
+        if self._columns_only() and len(lits) in _NETS:
             df = self._json_sets(B.with_columns(df, {"_st": st}), lits)
             evj, hyj = B.col("_evj"), B.col("_hyj")
         else:
@@ -543,7 +541,7 @@ class Renderer:
         items = [B.col(c) for c in keep] + [
             B.alias(grp, "grp"), B.alias(skey, "skey"), B.alias(line, "line"),
             B.alias(akey, "akey"), B.alias(B.col("_st"), "status")]
-        if getattr(self, "_table", False):
+        if self._table:
             items += [B.alias(B.lit(str(tp.query.atom), OBJ), "query"),
                       B.alias(sub_sort, "substitution"), B.alias(B.lit("{}", OBJ), "excluded"),
                       B.alias(B.null(OBJ), "excluded_combinations"),
@@ -640,7 +638,7 @@ class Renderer:
         from .layout import STRLIST
 
         rows = []
-        table = getattr(self, "_table", False)
+        table = self._table
         for r in B.rows(df):
             a = row_to_answer(lay, r)
             obj = render_object(tp, a, tau, r["dl"])
@@ -671,34 +669,8 @@ class Renderer:
 
 def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:
     """explain.Explainer.render with the deadline given."""
-    b = a.b
-    ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
-    hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
-                 if i not in a.ev} - set(ev))
-    full = len(a.ev) == len(tp.lits)
-    st = DEFINITE if full else (HYPOTHETICAL if a.ev else PENDING)
-    excluded: dict = {}
-    combos = []
-    qname: dict = {}
-    for name, isvar, x, off in tp.qvars:
-        if isvar and off == 0:
-            qname.setdefault(x, name)
-    for n in a.ng:
-        if len(n) == 1:
-            v, c = n[0]
-            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
-        else:
-            combos.append({qname.get(v, tp.names[v]): c for v, c in n})
-    out = {
-        "tick": tick, "query": str(tp.query.atom), "status": st,
-        "substitution": tp.answer(b),
-        "excluded": {k: sorted(v, key=str) for k, v in sorted(excluded.items())},
-        "evidence": ev, "hypotheses": hy,
-        "deadline": None if st == DEFINITE else deadline,
-    }
-    if combos:
-        out["excluded_combinations"] = sorted(combos, key=lambda d: sorted(d.items()))
-    return out
+    st = DEFINITE if len(a.ev) == len(tp.lits) else (HYPOTHETICAL if a.ev else PENDING)
+    return answer_object(tp, a, a.b, a.ng, tick, st, None if st == DEFINITE else deadline)
 
 
 def answer_key_text(obj: dict) -> str:
