@@ -140,8 +140,7 @@ class Session:
 
     def step(self, facts: list, tau: int) -> TickReport:
         """Algorithm 1 for tick τ (facts validated, as Engine.step)."""
-        if self.mode == "auto" and self.col is None and len(facts) >= self.threshold:
-            self._handover()
+        self._auto(len(facts))
         if self.col is not None:
             self.rep = self.col.step(facts, tau, snapshot=False)
         else:
@@ -153,13 +152,14 @@ class Session:
     def step_slice(self, sl, tau: int) -> TickReport:
         """step() on a stream.Slice: the columnar executor takes its frames as they were
         read, the row engine its Fact objects."""
-        if self.mode == "auto" and self.col is None and len(sl) >= self.threshold:
+        self._auto(len(sl))
+        return self.step(sl.frames() if self.col is not None else sl.facts(), tau)
+
+    def _auto(self, n: int) -> None:
+        """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥
+        threshold facts."""
+        if self.mode == "auto" and self.col is None and n >= self.threshold:
             self._handover()
-        if self.col is not None:
-            self.rep = self.col.step(sl.frames(), tau, snapshot=False)
-            self.tau = tau
-            return self.rep
-        return self.step(sl.facts(), tau)
 
     def prune_main(self, keys: set) -> tuple[int, bool]:
         """Remove from S_τ the main query's non-definite answers whose answer_key is in

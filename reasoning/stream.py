@@ -22,10 +22,12 @@ JSON_SPACE = " \t\r\n"  # the whitespace JSON allows around a value
 MAX_TIME = 1 << 60  # ticks and times: natural numbers below 2^60 (offsets and δ fit in int64)
 MAX_DIGITS = 18  # every natural number of at most 18 digits is below MAX_TIME
 _WS = r"[ \t\r\n]*"
-# the canonical line (as json.dumps writes it, any JSON whitespace): parsed without json.loads
-_FAST = re.compile(_WS + r'\{' + _WS + r'"tick"' + _WS + ":" + _WS + r"(0|[1-9][0-9]{0,17})" + _WS
-                   + "," + _WS + r'"fact"' + _WS + ":" + _WS
-                   + r'"([A-Za-z][A-Za-z0-9_]*)\(([^()"\\\x00-\x1f]*)\)"' + _WS + r"\}" + _WS + r"\Z")
+# the canonical line (as json.dumps writes it, any JSON whitespace): parsed without json.loads;
+# its groups: tick, predicate, arguments
+_LINE_HEAD = (_WS + r'\{' + _WS + r'"tick"' + _WS + ":" + _WS + r"(0|[1-9][0-9]{0,17})" + _WS
+              + "," + _WS + r'"fact"' + _WS + ":" + _WS + r'"([A-Za-z][A-Za-z0-9_]*)\(')
+_LINE_TAIL = r'\)"' + _WS + r"\}" + _WS
+_FAST = re.compile(_LINE_HEAD + r'([^()"\\\x00-\x1f]*)' + _LINE_TAIL + r"\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -131,19 +133,32 @@ class Ignored:
 
 
 _ID = r"(?:[a-z][A-Za-z0-9_]*|[0-9]+)"
-# the canonical line with plain constants (the common case), matched a block at a time
-_BLOCK = ("^" + _FAST.pattern.replace(r"\Z", "$").replace(
-    r'([^()"\\\x00-\x1f]*)', r"( *" + _ID + r"(?: *, *" + _ID + r")* *)"))
+# the canonical line with plain constants (the common case), matched a block at a time (Rust
+# regex: `$` is the end of the text)
+_BLOCK = "^" + _LINE_HEAD + r"( *" + _ID + r"(?: *, *" + _ID + r")* *)" + _LINE_TAIL + "$"
 BLOCK_LINES = 4096  # lines read and parsed at once ...
 BLOCK_CHARS = 1 << 22  # ... or fewer, if they are this long together
 
 
+def edb_meta(cp: CompiledProgram):
+    """The streamed predicates as a frame for parse_block: arity, default δ, and whether a
+    `#delay` instance pattern may give some instance another δ."""
+    import polars as pl
+
+    an = cp.analysis
+    rows = [(p, n, cp.delays.default.get(p, 0), p in cp.delays.patterns)
+            for p, n in an.edb.items() if p not in an.rigid and p not in an.idb]
+    return pl.DataFrame(rows, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
+                                      "inst": pl.Boolean}, orient="row")
+
+
 def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
-                max_gap: Optional[int]):
+                max_gap: Optional[int], meta=None):
     """A block of lines numbered from `first`, read set-at-a-time: when every line is a
     canonical line (`_BLOCK`) of a fact that validate() accepts, in arrival order after tick
     `after` and within `max_gap`, a frame (no, tick, pred, args, t) of them; otherwise the
-    parse_line result of every line (the same results, line by line)."""
+    parse_line result of every line (the same results, line by line).  `meta`: edb_meta(cp),
+    computed once by the caller."""
     import polars as pl
 
     def by_line(fast=None):
@@ -152,10 +167,8 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
 
     if len(lines) < 64:
         return by_line()
-    an = cp.analysis
-    meta = [(p, n, cp.delays.default.get(p, 0),
-             p in cp.delays.wild or any(k[0] == p for k in cp.delays.exact))
-            for p, n in an.edb.items() if p not in an.rigid and p not in an.idb]
+    if meta is None:
+        meta = edb_meta(cp)
     try:
         df = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)}).select(
             pl.col("l").str.extract_groups(_BLOCK).alias("g"),
@@ -167,9 +180,7 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
         pl.col(args_c).str.split(",").list.eval(pl.element().str.strip_chars(" ")).alias("a"),
         pl.col(tick_c).cast(pl.Int64, strict=False).alias("tick")).with_columns(
         pl.col("a").list.last().alias("ts"), pl.col("a").list.len().alias("n")).join(
-        pl.DataFrame(meta, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
-                                   "inst": pl.Boolean}, orient="row"),
-        left_on=pred_c, right_on="pred", how="left", maintain_order="left")
+        meta, left_on=pred_c, right_on="pred", how="left", maintain_order="left")
     df = df.with_columns(pl.when(pl.col("ts").str.contains("^[0-9]{1,18}$"))
                          .then(pl.col("ts").cast(pl.Int64, strict=False)).alias("t"))
     fast = (pl.col("ok") & pl.col("t").is_not_null() & (pl.col("n") == pl.col("arity"))
@@ -337,6 +348,7 @@ class StreamReader:
         self.done = False
         self._no = 0
         self._eof = False
+        self._meta = None  # edb_meta(cp), at the first block
 
     def take_rejected(self) -> list[Rejection]:
         """The rejections found since the last call."""
@@ -363,8 +375,10 @@ class StreamReader:
             block = self._read_block()
             if not block:
                 break
+            if self._meta is None:
+                self._meta = edb_meta(self.cp)
             got = parse_block(block, self._no + 1, self.cp, self.source, self.last_tick,
-                              self.max_gap)
+                              self.max_gap, self._meta)
             if not isinstance(got, list):
                 self._no += len(block)
                 self.last_tick = got.get_column("tick")[-1]
@@ -401,21 +415,18 @@ class StreamReader:
         one slice)."""
         cur: Optional[Slice] = None
         for item in self._items():
-            if isinstance(item, tuple):
-                tick, f, no = item
+            parts = [(item[0], item)] if isinstance(item, tuple) else [
+                (tick, part) for (tick,), part in
+                item.partition_by("tick", maintain_order=True, as_dict=True).items()]
+            for tick, part in parts:
                 if cur is None or cur.tick != tick:
                     if cur is not None:
                         yield cur
                     cur = Slice(tick)
-                cur.add_entry(f, no)
-                continue
-            for (tick,), part in item.partition_by("tick", maintain_order=True,
-                                                   as_dict=True).items():
-                if cur is None or cur.tick != tick:
-                    if cur is not None:
-                        yield cur
-                    cur = Slice(tick)
-                cur.add_frame(part)
+                if isinstance(part, tuple):
+                    cur.add_entry(part[1], part[2])
+                else:
+                    cur.add_frame(part)
         if cur is not None:
             yield cur
 
