@@ -107,7 +107,8 @@ def io_floor(spark, lake: str, tick: int, prev_state_version: int) -> float:
     return dt
 
 
-def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark") -> dict:
+def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark",
+           confidence: bool = False) -> dict:
     os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
         "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * int(master.strip("local[]") or 1)))
     from jobs import lake as api
@@ -121,7 +122,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
     shutil.rmtree(lake, ignore_errors=True)
     prog = os.path.join(workdir, "turbines.tdl")
     Path(prog).write_text(PROGRAM)
-    api.init(lake, prog)
+    api.init(lake, prog, None, confidence)
     rows = []
     for tau in range(ticks):
         t1 = time.perf_counter()
@@ -141,7 +142,8 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
         print(json.dumps({"n": n, "master": master, **rows[-1]}), file=sys.stderr, flush=True)
     spark.stop()
     shutil.rmtree(lake, ignore_errors=True)
-    return {"n": n, "master": master, "executor": executor, "startup": startup,
+    return {"n": n, "master": master, "executor": executor + (", confidence" if confidence
+                                                               else ""), "startup": startup,
             "devices": devices, "ticks": rows}
 
 
@@ -201,6 +203,8 @@ def main(argv=None) -> int:
                     help="the tick job's executor: spark (the plan in the JVM), local (the "
                          "same plan on Polars in the driver), row (the row engine)")
     ap.add_argument("--executor", default="spark", help=argparse.SUPPRESS)
+    ap.add_argument("--confidence", action="store_true",
+                    help="lakes made with --confidence (answers with their confidence)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -210,7 +214,8 @@ def main(argv=None) -> int:
     workdir = args.workdir or str(ROOT / "bench" / "out" / "pipeline")
     os.makedirs(workdir, exist_ok=True)
     if args.worker:
-        print(json.dumps(worker(args.n, args.master, args.ticks, workdir, args.executor)))
+        print(json.dumps(worker(args.n, args.master, args.ticks, workdir, args.executor,
+                                args.confidence)))
         return 0
     results = []
     for n in args.sizes:
@@ -219,7 +224,8 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 p = subprocess.run([sys.executable, __file__, "--worker", "--n", str(n),
                                     "--master", m, "--ticks", str(args.ticks), "--workdir",
-                                    workdir, "--executor", ex],
+                                    workdir, "--executor", ex]
+                                   + (["--confidence"] if args.confidence else []),
                                    stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
                 if p.returncode != 0:
                     print(f"N={n} {m} {ex}: failed (exit {p.returncode})", file=sys.stderr)

@@ -26,6 +26,7 @@ Params (defaults from the environment at parse time, then the embedded defaults)
   lake          $HYPO_LAKE          or ./lake
   program       $HYPO_PROGRAM       or examples/wind_turbines.tdl
   spark_master  $HYPO_SPARK_MASTER  or local[2]     (spark://host:7077 for a cluster)
+  confidence    $HYPO_CONFIDENCE=1  or false         (answers with their confidence; new lakes)
 Relative paths are resolved against the project root (the directory holding dags/), not
 the worker's current directory.  Parse-time settings (env): HYPO_EPOCH, HYPO_TICK_UNIT,
 HYPO_SLICE_TIMEOUT, HYPO_SLICE_POKE, HYPO_RETRIES, HYPO_RETRY_DELAY, HYPO_MAX_RETRY_DELAY,
@@ -370,6 +371,9 @@ def _ctx_tick() -> tuple[int, dict]:
         "spark_master": Param(_env("HYPO_SPARK_MASTER", DEFAULT_MASTER), type="string",
                               minLength=1,
                               description="Spark master: local[N] or spark://host:7077"),
+        "confidence": Param(_env("HYPO_CONFIDENCE", "") in ("1", "true", "yes"), type="boolean",
+                            description="a new lake gives each answer its confidence (an "
+                                        "existing lake keeps what it was created with)"),
     },
     tags=["hypo", "spark", "delta"],
     doc_md=__doc__,
@@ -383,7 +387,7 @@ def hypo_ticks():
         lake, program = resolve(p["lake"]), resolve(p["program"])
         from jobs import lake as api
 
-        r = _call(api.init, lake, program)
+        r = _call(api.init, lake, program, None, bool(p.get("confidence", False)))
         log.info("tick %d (logical date %s, epoch %s, one tick per %s); lake %s %s "
                  "(program %s, sha256 %s, query %s); Spark master %s", tick,
                  ctx["logical_date"].isoformat(), EPOCH.isoformat(), format_duration(UNIT), lake,

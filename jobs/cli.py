@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("init", parents=[common], help="create a lake for a program")
     i.add_argument("--program", required=True)
     i.add_argument("--query", help="the main query atom, e.g. 'Shdn(X, T)'")
+    i.add_argument("--confidence", action="store_true",
+                   help="give each answer its confidence in the answers table (an arrival "
+                        "model learned from tick 0, computed on the driver; README "
+                        "\"Confidence\")")
     g = sub.add_parser("ingest", parents=[common], help="load JSONL/CSV/Parquet files into facts")
     g.add_argument("--tick", type=int, help="the slice (default: every row gives its tick)")
     g.add_argument("--master", help="Spark master (default local[2])")
@@ -122,10 +126,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
     lake = getattr(args, "lake", None)
     if args.cmd == "init":
-        r = api.init(lake, args.program, args.query)
+        r = api.init(lake, args.program, args.query, args.confidence)
         verb = "created" if r["created"] else "already initialised"
         out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "
-                  f"{r['query']}\n")
+                  f"{r['query']}{', with confidence' if r['confidence'] else ''}\n")
         return 0
     if args.cmd == "ingest":
         r = api.ingest(lake, args.tick, args.files, args.master)

@@ -24,9 +24,11 @@ STATUSES = ("definite", "hypothetical", "pending")
 
 
 # ---------------------------------------------------------------------- init
-def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
-    """Create the tables and store the program (text + sha256 + main query).  Idempotent for
-    the same program; refused for another one."""
+def init(lake: str, program_path: str, query: Optional[str] = None,
+         confidence: bool = False) -> dict:
+    """Create the tables and store the program (text + sha256 + main query; confidence: each
+    answer's confidence in the answers table, jobs/confidence.py).  Idempotent for the same
+    program and options; refused for others."""
     L = Lake(lake)
     cp = compile_file(program_path, query)  # ProgramError: reported with its location
     with open(program_path, encoding="utf-8") as fh:
@@ -39,7 +41,13 @@ def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
                 f"program mismatch: the lake at {L.root} was initialised with {info.get('file')} "
                 f"(sha256 {info['hash'][:12]}, query {info.get('main')}), not {program_path} "
                 f"(sha256 {h[:12]}, query {cp.main.atom}); use a new lake for another program")
-        return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom)}
+        if bool(info.get("confidence")) != confidence:
+            had = "with" if info.get("confidence") else "without"
+            raise ProgramMismatch(
+                f"the lake at {L.root} was initialised {had} --confidence; the arrival model "
+                f"learns from tick 0, so it cannot be switched afterwards: use a new lake")
+        return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom),
+                "confidence": confidence}
     if os.path.exists(L.root) and os.listdir(L.root) and any(
             os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
         raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json); remove it first")
@@ -51,12 +59,13 @@ def init(lake: str, program_path: str, query: Optional[str] = None) -> dict:
         fh.write(text)
     info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
             "query": query, "main": str(cp.main.atom), "created": now(),
-            "state_format": STATE_FORMAT, "compiled": cp.to_json()}
+            "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json()}
     tmp = os.path.join(L.meta_dir, "program.json.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=2, ensure_ascii=False)
     os.replace(tmp, os.path.join(L.meta_dir, "program.json"))  # the lake exists from here on
-    return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom)}
+    return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
+            "confidence": confidence}
 
 
 # ---------------------------------------------------------------------- ingest

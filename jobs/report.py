@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from reasoning.lifecycle import Lifecycles
+from reasoning.lifecycle import Calibration, Lifecycles
 from reasoning.report import ReportData, render, write
 
 from . import delta
@@ -33,15 +33,19 @@ def _files_by_tick(L: Lake, kind: str, start: int, end: int) -> dict[int, list[s
     return out
 
 
-def _answers_by_tick(L: Lake, ticks: list[int]) -> Iterator[tuple[int, list[dict]]]:
+def _answers_by_tick(L: Lake, ticks: list[int], confidence: bool = False
+                     ) -> Iterator[tuple[int, list[dict]]]:
     """(tick, the main query's answers in `hypo run` order) for each tick, reading one
     partition at a time (memory: one tick's answers): the columns the lifecycle needs (status,
-    deadline, the answer_key and atom the tick wrote), not the JSON lines."""
+    deadline, the answer_key and atom the tick wrote; query, substitution and confidence for
+    the calibration), not the JSON lines."""
     if not ticks:
         return
     path = L.path("answers")
     files = _files_by_tick(L, "answers", ticks[0], ticks[-1])
     cols = ["sort_key", "status", "deadline", "answer_key", "atom"]
+    if confidence:
+        cols += ["query", "substitution", "confidence"]
     for t in ticks:
         rows: list[dict] = []
         for rel in files.get(t, ()):
@@ -102,11 +106,18 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         raise LakeError(f"no completed tick in {start}..{end} (completed: 0..{last})")
     end = min(end, max(ticks))
     missing = [t for t in range(start, end + 1) if t not in done]
-    lcs = Lifecycles(label=lambda r: r["atom"], key=lambda r: r["answer_key"])
-    for t, objs in _answers_by_tick(L, ticks):
-        lcs.observe(t, objs)
-    quality, quarantined = _quality(L, done, ticks)
     info = L.program_info
+    conf = bool(info.get("confidence"))
+    lcs = Lifecycles(label=lambda r: r["atom"], key=lambda r: r["answer_key"])
+    cal = Calibration() if conf else None
+    for t, objs in _answers_by_tick(L, ticks, conf):
+        lcs.observe(t, objs)
+        if cal is not None:
+            for r in objs:
+                if r["confidence"] is not None:
+                    cal.observe(t, (r["query"], r["substitution"]), r["atom"], r["status"],
+                                r["confidence"])
+    quality, quarantined = _quality(L, done, ticks)
     notes = []
     if missing:
         notes.append(f"{len(missing)} tick(s) of the range are not completed and are left out "
@@ -115,7 +126,7 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         notes.append(f"answers announced before tick {start} count as announced at {start}")
     vcols = ("run", "facts_version", "prev_state_version", "state_version", "answers_version",
              "quarantine_version")
-    return ReportData(
+    d = ReportData(
         title=f"hypo lifecycle report: {info.get('main')}",
         source=f"lake {L.root}", start=start, end=end, lifecycles=lcs.finish(),
         quarantined=quarantined, quality=quality,
@@ -126,6 +137,26 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         versions=[{"tick": t, **{k: done[t].get(k) for k in vcols}} for t in ticks],
         current_versions={k: L.table(k).version() for k in DATA_TABLES + ("ticks",)},
         notes=notes)
+    if cal is not None:  # a lake made with --confidence (jobs/confidence.py)
+        d.calibration = cal.records(end)
+        d.first_confidence = cal.first
+        d.arrival_model = _arrival_model(L, done, end)
+    return d
+
+
+def _arrival_model(L: Lake, done: dict, tick: int) -> Optional[list]:
+    """The arrival model's summary as S_tick's `model` row holds it."""
+    from reasoning.confidence import Confidence
+
+    v = done[tick].get("state_version")
+    rows = delta.read_arrow(L.path("state"), "state", version=v, partitions={"tick": tick},
+                            columns=["kind", "info"]).to_pylist()
+    info = [r["info"] for r in rows if r["kind"] == "model"]
+    if not info:
+        return None
+    c = Confidence(L.program)
+    c.load(info[0])
+    return c.model.summary()
 
 
 def write_report(lake: Optional[str], out: str, start: Optional[int] = None,

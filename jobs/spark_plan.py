@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
-from reasoning.columnar.layout import BOOL, INT, INTLIST, OBJ, STRLIST
+from reasoning.columnar.layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
 _TYPES = {OBJ: "STRING", INT: "BIGINT", BOOL: "BOOLEAN", STRLIST: "ARRAY<STRING>",
-          INTLIST: "ARRAY<BIGINT>"}
+          INTLIST: "ARRAY<BIGINT>", FLOAT: "DOUBLE"}
 _DDL = {OBJ: "string", INT: "bigint", BOOL: "boolean", STRLIST: "array<string>",
-        INTLIST: "array<bigint>"}
+        INTLIST: "array<bigint>", FLOAT: "double"}
 
 
 def sql_str(s: str) -> str:

@@ -289,9 +289,11 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
             bad_files: list[dict], tm: "Timer") -> dict:
     """Steps 1-4 up to (not including) the commits; returns what the commits need."""
-    from reasoning.columnar.layout import INT, OBJ
+    from reasoning.columnar.layout import FLOAT, INT, OBJ
+    from reasoning.patterns import Fact
 
-    from .state import load_state, state_frame
+    from . import confidence
+    from .state import STATE_KINDS, load_state, state_frame
     from .validate import gx_summary, with_duplicates, with_hints, with_reasons
 
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
@@ -325,8 +327,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     fault("after_validate", tau)
     good = B.filter(v, B.is_null(code))
     # ---- 2./3. Algorithm 1
+    conf_on = confidence.enabled(lake.program_info)
     if ctx.used == "row":
-        state_df, answers_df = _row_executor(B, ctx, prev, good)
+        state_df, answers_df, objs_all = _row_executor(B, ctx, prev, good, conf_on)
     else:
         from reasoning.columnar import ColumnarEngine
         from reasoning.columnar.render import Renderer
@@ -339,9 +342,26 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                           for i in range(arity - 1)] + [B.alias(B.col("time"), "t")])
              for p, arity in sorted(eng.edb.items())}
         rep = eng.step(D, tau, snapshot=False, clean=True)
-        answers_df = Renderer(eng).lines(rep.frames, tau, False, True, table=True)
+        ren = Renderer(eng)
+        if conf_on:  # every query's answers, for the model; the main ones get confidences
+            objs_all = [json.loads(x) for x in ren.lines(rep.frames, tau, True, True)]
+        answers_df = ren.lines(rep.frames, tau, False, True, table=True)
         state_df = state_frame(B, eng, cp)
     tm.lap(f"engine ({ctx.used})")
+    if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
+        facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
+                 B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
+        conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau, facts,
+                                          objs_all)
+        main = [o for o in objs_all if o["query"] == str(cp.main.atom)]
+        if ctx.used == "row":
+            arows = confidence.answer_rows(main, conf)
+            answers_df = B.from_rows(arows, confidence.answer_schema()) if arows else None
+        elif answers_df is not None:
+            answers_df = confidence.with_confidence(B, answers_df, main, conf)
+        state_df = B.concat([state_df, B.from_rows([confidence.model_row(conf)],
+                                                   {c: STATE_KINDS[c] for c in STATE_FILE_COLS})])
+        tm.lap("confidence (driver)")
     # ---- 4. the files (uncommitted until the commits)
     tag = f"{tau:08d}-{run}"
     state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
@@ -353,7 +373,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     answer_actions = []
     if answers_df is not None:
         ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
+        have = set(B.columns(answers_df))
         items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
+                 B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
                  B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
         answer_actions = io.write(B.select(answers_df, items), lake.path("answers"), ans_dir,
                                   "answers", {"tick": str(tau)}, f"answers-{tag}")
@@ -402,17 +424,16 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             "state_digest": sdig, "answers_digest": adig}
 
 
-def _row_executor(B, ctx: TickContext, prev, good):
+def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     """Step 3 with the row engine on the driver (the reference): S_{τ-1} and D|τ collected,
     Engine.step, S_τ and the answers back as frames with the same columns."""
     from reasoning.columnar import ColumnarEngine
-    from reasoning.columnar.layout import INT, OBJ, STRLIST
-    from reasoning.columnar.render import answer_key_text
     from reasoning.engine import Engine
-    from reasoning.explain import Explainer, format_atom_answer
+    from reasoning.explain import Explainer
     from reasoning.patterns import Fact
     from reasoning.session import answers_at
 
+    from .confidence import answer_rows, answer_schema
     from .state import (STATE_KINDS, answer_state_rows, check_meta, rows_to_answered,
                         rows_to_answers)
 
@@ -438,27 +459,17 @@ def _row_executor(B, ctx: TickContext, prev, good):
                 eng.retire[max(ht + lag, tau)].add(a)
     facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(good)]
     rep = eng.step(facts, tau)
-    objs = answers_at(Explainer(eng), tau, rep.snapshot, False, True, False)
-    arows = [{"query": o["query"], "status": o["status"],
-              "substitution": json.dumps(o["substitution"], sort_keys=True, ensure_ascii=False),
-              "excluded": json.dumps(o["excluded"], sort_keys=True, ensure_ascii=False),
-              "excluded_combinations": json.dumps(o["excluded_combinations"], sort_keys=True,
-                                                  ensure_ascii=False)
-              if "excluded_combinations" in o else None,
-              "evidence": o["evidence"], "hypotheses": o["hypotheses"],
-              "deadline": o["deadline"], "atom": format_atom_answer(o),
-              "akey": answer_key_text(o),
-              "skey": json.dumps(o, sort_keys=True, ensure_ascii=False),
-              "line": json.dumps(o, ensure_ascii=False)} for o in objs]
-    schema = {"query": OBJ, "status": OBJ, "substitution": OBJ, "excluded": OBJ,
-              "excluded_combinations": OBJ, "evidence": STRLIST, "hypotheses": STRLIST,
-              "deadline": INT, "atom": OBJ, "akey": OBJ, "skey": OBJ, "line": OBJ}
-    answers_df = B.from_rows(arows, schema) if arows else None
+    objs = answers_at(Explainer(eng), tau, rep.snapshot, all_queries, True, False)
+    if all_queries:  # the caller adds confidences and makes the answers frame
+        answers_df = None
+    else:
+        arows = answer_rows(objs, None)
+        answers_df = B.from_rows(arows, answer_schema()) if arows else None
     col = ColumnarEngine(cp)
     window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
     srows = answer_state_rows(col, list(eng.answers), window, cp, eng.answered.items())
     state_df = B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
-    return state_df, answers_df
+    return state_df, answers_df, objs
 
 
 def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto") -> dict:

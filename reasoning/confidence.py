@@ -99,6 +99,19 @@ class _Stats:
         self.a: dict = {}  # context -> (model version, estimate)
 
 
+_US = "\x1f"
+
+
+def _pack(atom: tuple) -> str:
+    """(pred, args, t) as one string: pred US t US args… (ArrivalModel.dump)."""
+    return _US.join((atom[0], str(atom[2]), *atom[1]))
+
+
+def _unpack(text: str) -> tuple:
+    p, t, *args = text.split(_US)
+    return p, tuple(args), int(t)
+
+
 class ArrivalModel:
     """Per pattern key: arrival-delay counts and P(arrives), learned online (module doc)."""
 
@@ -249,6 +262,46 @@ class ArrivalModel:
         F = self.cdf(key, k)
         return a * (1.0 - F) / (1.0 - a * F)
 
+    # ---------------------------------------------------------------- persistence
+    def dump(self) -> dict:
+        """The learned counts and the atoms still followed, as JSON-able data (the lake keeps
+        it in S_τ, one `model` row, so a tick continues the previous tick's model).  Atoms
+        are packed as one string each (`pred US t US arg1 US arg2 …`, US = \\x1f; a followed
+        atom prefixed with its pattern index, k0 and whether it arrived): strings are not
+        tracked by the garbage collector, lists per atom made it scan the driver's heap."""
+        return {
+            "stats": [[k[0], k[1], s.delays, [[c, k0, n] for (c, k0), n in s.n.items()],
+                       [[c, k0, n] for (c, k0), n in s.succ.items()]]
+                      for k, s in self.stats.items()],
+            "waiting": [f"{w[0][1]}{_US}{w[1]}{_US}{int(w[2])}{_US}{_pack(a)}"
+                        for a, w in self.waiting.items()],
+            "expiry": [[dl, [_pack(a) for a in atoms]] for dl, atoms in self.expiry.items()
+                       if atoms],
+            "arrived": [_pack(a) for t in sorted(self._arrived_t) for a in self._arrived_t[t]],
+        }
+
+    def load(self, d: dict) -> None:
+        """Continue from `dump()`'s data (estimates are recomputed from the counts)."""
+        for pred, i, delays, n, succ in d.get("stats", ()):
+            s = self._st((pred, i))
+            for j, c in enumerate(delays[:len(s.delays)]):
+                s.delays[j] = c
+            for c, k0, v in n:
+                s.n[(c, k0)] = v
+            for c, k0, v in succ:
+                s.succ[(c, k0)] = v
+        for w in d.get("waiting", ()):
+            i, k0, ok, a = w.split(_US, 3)
+            atom = _unpack(a)
+            self.waiting[atom] = ((atom[0], int(i)), int(k0), ok == "1")
+        for dl, atoms in d.get("expiry", ()):
+            self.expiry[dl].extend(map(_unpack, atoms))
+        for a in d.get("arrived", ()):
+            atom = _unpack(a)
+            self.arrived.add(atom)
+            self._arrived_t[atom[2]].append(atom)
+        self.version += 1
+
     def summary(self) -> list[dict]:
         """Per key: δ, arrivals, expected atoms decided, a, mean delay (the report's table)."""
         out = []
@@ -315,6 +368,14 @@ class Confidence:
                            if n is not None))].append(o)
         self._aux_idx = idx
         self._memo = {}
+
+    def dump(self) -> str:
+        """The model as JSON text (the lake's `model` state row)."""
+        return json.dumps(self.model.dump(), separators=(",", ":"), ensure_ascii=False)
+
+    def load(self, text: str) -> None:
+        """Continue the model `dump()` wrote (the previous tick's)."""
+        self.model.load(json.loads(text))
 
     def of(self, obj: dict) -> float:
         """The confidence of an answer object at the current tick (module doc)."""

@@ -167,3 +167,29 @@ def build(sequence: Iterable[tuple[int, Iterable[dict]]],
     for tick, objs in sequence:
         lcs.observe(tick, objs)
     return lcs.finish()
+
+
+class Calibration:
+    """Announced confidences against outcomes (issue 13's reliability plot): every tick's
+    non-definite answers with their confidence; an announcement counts as confirmed (1) if
+    its answer — (query, substitution) — is definite at that tick or later, refuted (0) if
+    it left S before the last tick without being definite, and is left out while open."""
+
+    def __init__(self):
+        self.recs: list = []  # (answer, confidence, tick)
+        self.definite_at: dict = {}  # answer -> first tick definite
+        self.last_seen: dict = {}
+        self.first: dict = {}  # label -> confidence at first announcement
+
+    def observe(self, tick: int, key, label: str, status: str, confidence: float) -> None:
+        if status == "definite":
+            self.definite_at.setdefault(key, tick)
+            return
+        self.recs.append((key, confidence, tick))
+        self.last_seen[key] = tick
+        self.first.setdefault(label, round(confidence, 3))
+
+    def records(self, last: int) -> list[tuple[float, float]]:
+        """(announced confidence, 1.0 confirmed | 0.0 refuted) of decided announcements."""
+        return [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
+                for k, c, t in self.recs if k in self.definite_at or self.last_seen[k] < last]

@@ -19,22 +19,19 @@ class RunReport:
         self.lcs = Lifecycles()
         self.quality: dict = {}
         self.no_tick = 0
-        self.conf_recs: list = []  # (answer, confidence, tick) of non-definite answers
-        self.definite_at: dict = {}  # answer -> first tick definite
-        self.last_seen: dict = {}
-        self.first_conf: dict = {}  # label -> confidence at first announcement
+        self.calibration = None  # lifecycle.Calibration with --confidence
 
     def confidences(self, tau: int, objs: list, conf) -> None:
         """--confidence: each announcement's confidence and each answer's outcome."""
+        from .lifecycle import Calibration
+
+        if self.calibration is None:
+            self.calibration = Calibration()
         for o in objs:
-            k = (o["query"], json.dumps(o["substitution"], sort_keys=True))
-            if o["status"] == DEFINITE:
-                self.definite_at.setdefault(k, tau)
-                continue
-            c = conf(o)
-            self.conf_recs.append((k, c, tau))
-            self.last_seen[k] = tau
-            self.first_conf.setdefault(format_atom_answer(o), round(c, 3))
+            self.calibration.observe(
+                tau, (o["query"], json.dumps(o["substitution"], sort_keys=True)),
+                format_atom_answer(o), o["status"],
+                1.0 if o["status"] == DEFINITE else conf(o))
 
     def _q(self, tick: int) -> dict:
         return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
@@ -79,10 +76,8 @@ class RunReport:
                          "rejected); the Great Expectations suite runs in the lake only",
             program_text=text, program_hash=hashlib.sha256(text.encode()).hexdigest(),
             program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
-        if pruner is not None and self.args.confidence:
-            d.calibration = [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)
-                             for k, c, t in self.conf_recs
-                             if k in self.definite_at or self.last_seen[k] < last]
-            d.first_confidence = self.first_conf
+        if pruner is not None and self.args.confidence and self.calibration is not None:
+            d.calibration = self.calibration.records(last)
+            d.first_confidence = self.calibration.first
             d.arrival_model = pruner.conf.model.summary()
         write(self.args.report, render(d))

@@ -63,7 +63,8 @@ def test_dagbag_has_no_import_errors(hypo_dag):
     assert s.mode == ("poke" if poke < mod.RESCHEDULE_FROM else "reschedule") and s.soft_fail is False and s.timeout > 0
     assert [o.name for o in d.task_dict["publish"].outlets] == ["hypo_answers"]
     assert {k: d.params[k] for k in d.params} == {
-        "lake": "./lake", "program": "examples/wind_turbines.tdl", "spark_master": "local[2]"}
+        "lake": "./lake", "program": "examples/wind_turbines.tdl", "spark_master": "local[2]",
+        "confidence": False}
 
 
 def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
@@ -78,12 +79,14 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     monkeypatch.setenv("HYPO_SPARK_MASTER", "spark://spark-master:7077")
     monkeypatch.setenv("HYPO_EPOCH", "2026-03-01T06:00:00Z")
     monkeypatch.setenv("HYPO_TICK_UNIT", "15m")
+    monkeypatch.setenv("HYPO_CONFIDENCE", "1")
     spec = importlib.util.spec_from_file_location("hypo_ticks_env", DAGS / "hypo_ticks.py")
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     d = m.dag_object
     assert {k: d.params[k] for k in d.params} == {
-        "lake": "/data/lake", "program": "/opt/p.tdl", "spark_master": "spark://spark-master:7077"}
+        "lake": "/data/lake", "program": "/opt/p.tdl", "spark_master": "spark://spark-master:7077",
+        "confidence": True}
     t = d.task_dict["tick"]
     assert t.retries == 2 and t.retry_delay == dt.timedelta(minutes=1)
     assert t.max_retry_delay == dt.timedelta(minutes=30)

@@ -20,10 +20,10 @@ from typing import Any, Iterable, Optional, Sequence
 
 import polars as pl
 
-from .layout import BOOL, INT, INTLIST, OBJ, STRLIST
+from .layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
 _DTYPES = {OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean, STRLIST: pl.List(pl.String),
-           INTLIST: pl.List(pl.Int64)}
+           INTLIST: pl.List(pl.Int64), FLOAT: pl.Float64}
 
 
 class PolarsBackend:

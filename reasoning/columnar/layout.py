@@ -29,6 +29,7 @@ from ..engine import Answer
 from ..patterns import ETemplate, Fact
 
 OBJ, INT, BOOL, STRLIST, INTLIST = "obj", "int", "bool", "strlist", "intlist"
+FLOAT = "float"  # the answers table's confidence only
 META = ("ev", "ng", "exp", "dlp", "unb", "born")
 META_KINDS = {"ev": INT, "ng": STRLIST, "exp": INT, "dlp": INT, "unb": BOOL, "born": INT}
 MAX_LITERALS = 62  # ev is an int64 bit mask
