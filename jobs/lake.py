@@ -11,11 +11,12 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from reasoning.atomic import write_json
 from reasoning.compiler import compile_file
 from reasoning.errors import ProgramError
 
 from . import delta
-from .errors import InputError, LakeError, LakeMissing, ProgramMismatch
+from .errors import InputError, LakeError, ProgramMismatch
 from .ingest import check_files, file_sha256, read_files
 from .store import DATA_TABLES, Lake, now
 from schemas.lake import STATE_FORMAT
@@ -60,10 +61,8 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
             "query": query, "main": str(cp.main.atom), "created": now(),
             "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json()}
-    tmp = os.path.join(L.meta_dir, "program.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(info, fh, indent=2, ensure_ascii=False)
-    os.replace(tmp, os.path.join(L.meta_dir, "program.json"))  # the lake exists from here on
+    # the lake exists from here on
+    write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
     return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
             "confidence": confidence}
 
@@ -575,10 +574,7 @@ def migrate(lake: str, master: Optional[str] = None) -> dict:
         info = json.load(fh)
     info["state_format"] = STATE_FORMAT
     info.pop("partition", None)
-    with open(os.path.join(L.meta_dir, "program.json.tmp"), "w", encoding="utf-8") as fh:
-        json.dump(info, fh, indent=2, ensure_ascii=False)
-    os.replace(os.path.join(L.meta_dir, "program.json.tmp"),
-               os.path.join(L.meta_dir, "program.json"))
+    write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
     return {"migrated": True, "ticks": sorted(done),
             "message": f"migrated the state of {len(done)} tick(s) to {STATE_FORMAT}; the old "
                        f"table is kept in {backup}"}

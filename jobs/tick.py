@@ -27,17 +27,18 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from reasoning.atomic import write_json
 from reasoning.compiler import CompiledProgram
 from schemas.lake import arrow_schema, spark_ddl
 
 from . import damage, delta
 from .dq import empty_summary
-from .errors import ConcurrentTickError, InjectedFault, LakeError, ProgramMismatch, TickOrderError
+from .errors import ConcurrentTickError, InjectedFault, LakeError, TickOrderError
 from .store import Lake
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
@@ -551,10 +552,7 @@ def _write_dq(lake: Lake, tau: int, run: str, summary: list[dict], counts: dict)
     doc = {"tick": tau, "run": run, "success": all(s["success"] for s in summary),
            "rows": counts.get("facts", 0), "rejected": counts.get("rejected", 0),
            "expectations": summary}
-    tmp = os.path.join(d, f".tick={tau}.json.{run}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-    os.replace(tmp, os.path.join(d, f"tick={tau}.json"))
+    write_json(os.path.join(d, f"tick={tau}.json"), doc, indent=2, sort_keys=True)
     rows = [{"tick": tau, "run": run, **s} for s in summary]
     dq = lake.table("dq")
     acts = []

@@ -402,21 +402,7 @@ def render(d: ReportData) -> str:
 
 
 def write(path: str, text: str) -> None:
-    """Write atomically: a temporary name in the same directory, then a rename."""
-    import os
-    import tempfile
+    """Write the report atomically (reasoning/atomic.py)."""
+    from .atomic import write_text
 
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    write_text(path, text)
