@@ -345,23 +345,31 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         rep = eng.step(D, tau, snapshot=False, clean=True)
         ren = Renderer(eng)
         if conf_on:  # every query's answers, for the model; the main ones get confidences
-            objs_all = [json.loads(x) for x in ren.lines(rep.frames, tau, True, True)]
+            from reasoning.gcpause import frozen_survivors
+
+            lines = ren.lines(rep.frames, tau, True, True)
+            with frozen_survivors():
+                objs_all = [json.loads(x) for x in lines]
         answers_df = ren.lines(rep.frames, tau, False, True, table=True)
         state_df = state_frame(B, eng, cp)
     tm.lap(f"engine ({ctx.used})")
     if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
-        facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
-                 B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
-        conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau, facts,
-                                          objs_all)
-        main = [o for o in objs_all if o["query"] == str(cp.main.atom)]
-        if ctx.used == "row":
-            arows = confidence.answer_rows(main, conf)
-            answers_df = B.from_rows(arows, confidence.answer_schema()) if arows else None
-        elif answers_df is not None:
-            answers_df = confidence.with_confidence(B, answers_df, main, conf)
-        state_df = B.concat([state_df, B.from_rows([confidence.model_row(conf)],
-                                                   {c: STATE_KINDS[c] for c in STATE_FILE_COLS})])
+        from reasoning.gcpause import frozen_survivors
+
+        with frozen_survivors():
+            facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
+                     B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
+            conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau,
+                                              facts, objs_all)
+            main = [o for o in objs_all if o["query"] == str(cp.main.atom)]
+            if ctx.used == "row":
+                arows = confidence.answer_rows(main, conf)
+                answers_df = B.from_rows(arows, confidence.answer_schema()) if arows else None
+            elif answers_df is not None:
+                answers_df = confidence.with_confidence(B, answers_df, main, conf)
+            model = B.from_rows([confidence.model_row(conf)],
+                                {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
+        state_df = B.concat([state_df, model])
         tm.lap("confidence (driver)")
     # ---- 4. the files (uncommitted until the commits)
     tag = f"{tau:08d}-{run}"

@@ -37,6 +37,12 @@ class Pruner:
         self.state_pruned = 0
 
     def tick(self, tau: int, facts) -> None:
+        from .gcpause import frozen_survivors
+
+        with frozen_survivors():  # many small acyclic objects (objects, model, confidences)
+            self._tick(tau, facts)
+
+    def _tick(self, tau: int, facts) -> None:
         if not self.output_only:
             self.hidden = set()  # pruned answers are gone from S_τ
         objs = self.objs_all = self.sess.objects(True, True, False)
@@ -93,7 +99,10 @@ class Pruner:
         return json.dumps(o, ensure_ascii=False)
 
     def lines(self) -> list[str]:
-        return [self._line(o) for o in self._objs()]
+        from .gcpause import frozen_survivors
+
+        with frozen_survivors():
+            return [self._line(o) for o in self._objs()]
 
     def keyed(self):
         import polars as pl
