@@ -10,7 +10,6 @@ it touches, not to |S_τ|.
 """
 from __future__ import annotations
 
-import gc
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Iterable, NamedTuple, Optional
 
 from .compiler import CompiledProgram
 from .exact import Answered, Exactness
+from .gcpause import frozen_survivors
 from .patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
 from .regions import TRUE, cover_of, partition
 
@@ -307,14 +307,8 @@ class Engine:
         scan them again.  Merely pausing it deferred the cost: the collections postponed
         during the tick fired at the caller's next allocation (25–35% of a `hypo run` loop
         at 10⁴ devices)."""
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with frozen_survivors():
             return self._step(facts, tau, snapshot)
-        finally:
-            if enabled:
-                gc.freeze()
-                gc.enable()
 
     def _step(self, facts: Iterable[Fact], tau: int, snapshot: bool) -> TickReport:
         if tau != self.tau + 1:
