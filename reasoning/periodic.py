@@ -73,11 +73,12 @@ class TimeDomain:
 
     def restrict(self, lrp: Lrp) -> Optional["TimeDomain"]:
         """This domain ∩ lrp (None if empty)."""
-        a = lrp if self.allowed is None else intersect(self.allowed, lrp)
+        a = canonical(lrp) if self.allowed is None else intersect(self.allowed, lrp)
         return None if a is None else TimeDomain(a, self.excluded)
 
     def exclude(self, lrp: Lrp) -> "TimeDomain":
-        return TimeDomain(self.allowed, tuple(sorted(set(self.excluded) | {lrp})))
+        c = canonical(lrp)
+        return self if c is None else TimeDomain(self.allowed, tuple(sorted(set(self.excluded) | {c})))
 
     def normal(self, lo: int) -> Optional["TimeDomain"]:
         """The domain of a variable whose values are ≥ lo (its time terms are natural): the

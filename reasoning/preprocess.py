@@ -404,11 +404,8 @@ class Preprocessor:
         if sel.pred in self.periodic:  # decided now: a time constraint, never a hypothesis
             out = []
             for f, lrp in reversed(self.periodic[sel.pred]):
-                if lrp.period == 0:  # a single time: unify as a ground atom
-                    s2 = unify_atoms(sel, f, s, set())
-                    if s2 is not None:
-                        out.append((rest, kept, s2, resolved))
-                    continue
+                # the time stays a variable with a domain, also for a single time (a template
+                # keeps its time variable: the executors' plans assume one)
                 s2 = unify_atoms(sel, Atom(f.pred, f.args, sel.time), s, set())
                 if s2 is not None:
                     out.append((rest, kept, s2, ((sel.time, lrp), resolved)))
@@ -548,7 +545,10 @@ class Preprocessor:
             a = apply_atom(l.atom, s)
             if _negative_time(a):
                 return None
-            if a.pred in self.periodic:  # negated (positive ones were resolved)
+            if a.pred in self.periodic:  # negated (positive ones were resolved): decided,
+                t = a.time  # but its time term must still be natural
+                if t is not None and t.var is not None:
+                    bounds[t.var] = max(bounds.get(t.var, -t.offset), -t.offset)
                 continue
             if a.pred in self.rigid:  # negated rigid atom: closed world over program facts
                 assert not l.positive
