@@ -78,7 +78,9 @@ class TimeDomain:
 
     def exclude(self, lrp: Lrp) -> "TimeDomain":
         c = canonical(lrp)
-        return self if c is None else TimeDomain(self.allowed, tuple(sorted(set(self.excluded) | {c})))
+        if c is None:
+            return self
+        return TimeDomain(self.allowed, tuple(sorted(set(self.excluded) | {c}, key=_key)))
 
     def normal(self, lo: int) -> Optional["TimeDomain"]:
         """The domain of a variable whose values are ≥ lo (its time terms are natural): the
@@ -125,6 +127,11 @@ class TimeDomain:
         if self.excluded:
             out["excluded"] = [_lrp_json(e) for e in self.excluded]
         return out
+
+
+def _key(a: Lrp) -> tuple:
+    """A sort key of lrps (`until` None last)."""
+    return (a.offset, a.period, a.until is None, a.until or 0)
 
 
 def _lrp_text(a: Lrp) -> str:
