@@ -364,8 +364,8 @@ def _time_term(term: _RawTerm, pred: str, arity: int, scope: _Scope) -> Time:
     """Sort the last argument of a temporal predicate."""
     if term.kind == "lrp":
         raise ProgramError(f"a periodic time ({term.offset} + {term.period}n) may only be "
-                           f"written in a fact, not in a rule, query or directive",
-                           term.span, scope.source)
+                           f"written in a fact of the program (not in a rule, query, "
+                           f"directive or stream)", term.span, scope.source)
     if term.kind == "int":
         return Time(None, _number(term.text, term.span, scope.source, "timestamp"))
     if term.kind == "negint":
