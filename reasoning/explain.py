@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from typing import Any, Optional
 
 from .engine import Answer, Engine
@@ -137,9 +138,13 @@ class Explainer:
 
 
 def answer_key(obj: dict) -> tuple:
-    """Identity of an answer for lifecycle tracking: query and bound substitution."""
-    return (obj["query"], tuple(sorted(obj["substitution"].items())),
-            tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+    """Identity of an answer for lifecycle tracking: query and bound substitution (and the
+    time constraints of periodic facts, when it has some)."""
+    key = (obj["query"], tuple(sorted(obj["substitution"].items())),
+           tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+    if obj.get("periodic"):
+        key += (json.dumps(obj["periodic"], sort_keys=True),)
+    return key
 
 
 @functools.lru_cache(maxsize=64)
@@ -231,4 +236,5 @@ def key_of(tp, a: Answer) -> tuple:
     """explain.answer_key of an Answer without rendering it (its query, bound substitution
     and single-variable exclusions)."""
     return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
-                       "excluded": exclusions(tp, a.ng)[0]})
+                       "excluded": exclusions(tp, a.ng)[0],
+                       "periodic": periodic_constraints(tp, a.b)})

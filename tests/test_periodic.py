@@ -171,6 +171,23 @@ def test_an_unbound_time_prints_its_congruence(engine, tmp_path):
             assert "Plan(wt2, T) for T = 5 + 7n, 0 ≤ n ≤ 2" in out.getvalue()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_answers_differing_only_in_their_congruence_are_distinct(engine):
+    """Two facts for wt1 give two answers with the same substitution: their identity
+    (lifecycles, --changes) includes the time constraint."""
+    from reasoning.explain import answer_key
+
+    cp = compile_program("Maint(wt1, 3 + 7n).\nMaint(wt1, 5 + 7n).\n"
+                         "Plan(X, T) :- Req(X, S), Maint(X, T), not Busy(X, T).\n"
+                         "#query Plan(X, T).", "p.tdl")
+    sess = Session(cp, engine=engine)
+    sess.step([], 0)
+    sess.step([Fact("Req", ("wt1",), 1)], 1)
+    objs = sess.objects(False, False, False)
+    assert sorted(o["periodic"]["T"]["offset"] for o in objs) == [3, 5]
+    assert len({answer_key(o) for o in objs}) == 2
+
+
 # --------------------------------------------------------------------------- random programs
 
 EDB = ("E1", "E2")

@@ -681,5 +681,7 @@ def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:
 
 def answer_key_text(obj: dict) -> str:
     """The identity of an answer across ticks (explain.answer_key) as text."""
-    return json.dumps([obj["query"], sorted(obj["substitution"].items()),
-                       sorted(obj["excluded"].items())], ensure_ascii=False)
+    key = [obj["query"], sorted(obj["substitution"].items()), sorted(obj["excluded"].items())]
+    if obj.get("periodic"):
+        key.append(json.dumps(obj["periodic"], sort_keys=True))
+    return json.dumps(key, ensure_ascii=False)
