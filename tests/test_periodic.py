@@ -199,11 +199,11 @@ def _t(k: int) -> str:
 
 
 @st.composite
-def periodic_programs(draw):
+def periodic_programs(draw, m_literals: int = 1):
     """(rules text, periodic facts [(object, lrp)], delays): P1 over E1, E2, M; P2 (the
     query) over E1, E2, M, P1.  Each rule starts with a positive stream literal over X and
-    its time T+k (so every answer's time is bound); M literals are positive or negated,
-    on X or a constant, with an offset in -1..1."""
+    its time T+k (so every answer's time is bound); up to `m_literals` M literals per rule,
+    positive or negated, on X or a constant, with an offset in -1..1."""
     facts = []
     for i in range(draw(st.integers(1, 3))):
         c = OBJS[0] if i == 0 else draw(st.sampled_from(OBJS))
@@ -214,11 +214,13 @@ def periodic_programs(draw):
     for level, lower in ((1, EDB), (2, EDB + ("P1",))):
         for _ in range(draw(st.integers(1, 2))):
             lits = [f"{draw(st.sampled_from(EDB))}(X, {_t(draw(st.integers(-1, 1)))})"]
-            m = draw(st.integers(0, 2))  # where the M literal goes (the explicit program
-            for i in range(draw(st.integers(1, 2))):  # has a template per listed fact)
+            m = draw(st.integers(0, 2))  # where an M literal goes (the explicit program
+            n_m = 0  # has a template per listed fact)
+            for i in range(draw(st.integers(1, 1 + m_literals))):
                 neg = "not " if draw(st.booleans()) else ""
                 k = draw(st.integers(-1, 1))
-                if i == m or (i == 0 and m == 2 and draw(st.booleans())):
+                if n_m < m_literals and (i == m or draw(st.integers(0, 2)) == 0):
+                    n_m += 1
                     obj = draw(st.sampled_from(("X",) + OBJS))
                     lits.append(f"{neg}M({obj}, {_t(k)})")
                 else:
@@ -341,7 +343,7 @@ def test_both_executors_agree_with_the_reference():
     @_hypo(budget(60, "columnar"))
     @given(st.data())
     def check(data):
-        rules, facts, delays = data.draw(periodic_programs())
+        rules, facts, delays = data.draw(periodic_programs(m_literals=2))
         stream = _stream(data.draw, delays, horizon=5)
         try:
             cp = compile_program(rules + _periodic_text(facts), "<periodic>")
