@@ -5,7 +5,8 @@ by GX's Spark execution engine on the Spark executor, with pandas on the local o
 tick's dq record.  The expectations:
 
   schema             the slice has the facts columns; pred, args and time are present
-  no IDB predicates  pred ∈ EDB predicates of the program (IDB, rigid, unknown refused)
+  no IDB predicates  pred ∈ EDB predicates of the program (IDB, rigid, periodic, unknown
+                     refused)
   arities            len(args) + 1 = arity(pred)
   time ≥ 0           timestamps are natural numbers
   time ≤ τ           no fact from the future of its arrival tick

@@ -172,6 +172,10 @@ class SparkBackend:
     def bit_not(self, e) -> X:
         return X(f"(~ {sql(e)})")
 
+    def pmod(self, e, m: int) -> X:
+        """e modulo m, non-negative for m > 0."""
+        return fn("pmod", e, m)
+
     def least(self, exprs: list) -> X:
         if not exprs:
             return self.null(INT)

@@ -7,6 +7,7 @@ on the driver) for the tick's data-quality record.
 
   wrong_type          pred, args and time are required
   rigid_predicate     a rigid predicate's facts belong in the program
+  periodic_predicate  a periodic predicate's facts are given in the program (never streamed)
   idb_predicate       only EDB facts may arrive
   ignored             a predicate `#delay` declares and no rule uses (counted; not
                       quarantined: a stream is often shared by several programs)
@@ -76,6 +77,8 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
          lit("pred, args and time are required")),
         (member(an.rigid), "rigid_predicate",
          B.concat_str([pred, lit(" is a rigid predicate: its facts belong in the program")])),
+        (member(an.periodic), "periodic_predicate",
+         B.concat_str([pred, lit(" is a periodic predicate: its facts are given in the program (known in advance, never streamed)")])),
         (member(an.idb), "idb_predicate",
          B.concat_str([pred, lit(" is defined by rules (IDB); only EDB facts may arrive")])),
         (member(unused) & (B.is_null(B.col("arity")) | (B.col("n_args") == B.col("arity"))),

@@ -70,6 +70,7 @@ class Analysis:
     multi_temporal_rules: tuple[int, ...]
     positive_cycles: tuple[tuple[str, ...], ...]
     stratification: Stratification
+    periodic: Mapping[str, int] = field(default_factory=dict)  # periodic background preds
 
 
 def dependency_edges(prog: Program, idb: Iterable[str]) -> list[Edge]:
@@ -259,6 +260,7 @@ def analyse(prog: Program, idb: Iterable[str], edb: Mapping[str, int],
         idb=idb,
         edb=dict(edb),
         rigid=dict(prog.rigid),
+        periodic=_periodic(prog),
         arities=dict(arities),
         edges=tuple(edges),
         nonrecursive=not recursive,
@@ -468,3 +470,10 @@ class Delays:
 def atom_delay_args(a: Atom) -> tuple[Optional[str], ...]:
     """Object arguments as constants or None (variables), for δ look-ups."""
     return tuple(t.value if isinstance(t, Const) else None for t in a.args)
+
+
+def _periodic(prog: Program) -> dict[str, int]:
+    """The periodic background predicates (wellformed.periodic_predicates)."""
+    from .wellformed import periodic_predicates
+
+    return periodic_predicates(prog)

@@ -11,7 +11,7 @@ from typing import Any, Optional
 from .analysis import Analysis, Delays, analyse
 from .errors import ProgramError, ProgramWarning
 from .preprocess import Query, build_queries
-from .syntax import Atom, Program, Span, Time, Var
+from .syntax import Atom, Lrp, Program, Span, Time, Var
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,15 @@ class CompiledProgram:
         an = self.analysis
         preds = []
         for name in sorted(set(an.arities) | set(an.rigid)):
-            kind = "rigid" if name in an.rigid else ("idb" if name in an.idb else "edb")
+            kind = ("rigid" if name in an.rigid else "idb" if name in an.idb
+                    else "periodic" if name in an.periodic else "edb")
             entry: dict[str, Any] = {
                 "name": name,
                 "kind": kind,
                 "arity": an.rigid.get(name, an.arities.get(name)),
             }
+            if kind == "periodic":
+                entry["facts"] = periodic_fact_texts(self.program, name)
             if kind == "edb":
                 entry["delay"] = {
                     "default": self.delays.default.get(name, 0),
@@ -87,6 +90,8 @@ class CompiledProgram:
                             "hypotheses": [str(l) for l in tp.literals],
                             "nogoods": [dict(n) for n in tp.nogoods],
                             "time_min": dict(tp.time_min),
+                            **({"periodic": {v: d.to_json() for v, d in tp.periodic}}
+                               if tp.periodic else {}),
                         }
                         for tp in q.templates
                     ],
@@ -211,6 +216,9 @@ def describe_text(cp: CompiledProgram) -> str:
             lines.append(f"  {name}/{an.arities[name]}  IDB, auxiliary: {aux_meaning(name)}")
         elif name in an.idb:
             lines.append(f"  {name}/{an.arities[name]}  IDB")
+        elif name in an.periodic:
+            lines.append(f"  {name}/{an.arities[name]}  periodic (background facts: "
+                         f"{', '.join(periodic_fact_texts(cp.program, name))})")
         else:
             lines.append(f"  {name}/{an.arities[name]}  EDB  δ: {cp.delays.describe(name)}"
                          f" (max {cp.delays.max(name)})")
@@ -231,6 +239,16 @@ def describe_text(cp: CompiledProgram) -> str:
         body = ", ".join(str(t) for t in q.templates) if q.templates else ""
         lines.append(f"    P_Q{q.qid} = {{{body}}}")
     return "\n".join(lines) + "\n"
+
+
+def periodic_fact_texts(prog: Program, pred: str) -> list[str]:
+    """The periodic facts of `pred` as written: `Maint(wt1, 3 + 7n)`, `… until 100`."""
+    out = []
+    for a, lrp in prog.periodic_facts().get(pred, []):
+        parts = [str(t) for t in a.args]
+        text = f"{a.pred}({', '.join(parts + [str(Lrp(lrp.offset, lrp.period))])})"
+        out.append(text if lrp.until is None else f"{text} until {lrp.until}")
+    return out
 
 
 def aux_meaning(pred: str) -> Optional[str]:

@@ -263,6 +263,9 @@ class Engine:
         for v, k in tp.time_min:
             if b[v] is not None and b[v] < k:
                 return None
+        for v, d in tp.periodic:  # periodic background facts decide these literals
+            if b[v] is not None and not d.admits(b[v]):
+                return None
         if insts is None:
             insts = [lp.instantiate(b) for lp in tp.lits]
         exp = None

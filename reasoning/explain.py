@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from typing import Any, Optional
 
 from .engine import Answer, Engine
+from .periodic import TimeDomain
 from .regions import cover_of
 
 DEFINITE, HYPOTHETICAL, PENDING = "definite", "hypothetical", "pending"
@@ -136,9 +138,13 @@ class Explainer:
 
 
 def answer_key(obj: dict) -> tuple:
-    """Identity of an answer for lifecycle tracking: query and bound substitution."""
-    return (obj["query"], tuple(sorted(obj["substitution"].items())),
-            tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+    """Identity of an answer for lifecycle tracking: query and bound substitution (and the
+    time constraints of periodic facts, when it has some)."""
+    key = (obj["query"], tuple(sorted(obj["substitution"].items())),
+           tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+    if obj.get("periodic"):
+        key += (json.dumps(obj["periodic"], sort_keys=True),)
+    return key
 
 
 @functools.lru_cache(maxsize=64)
@@ -162,9 +168,10 @@ def format_atom_answer(obj: dict) -> str:
         tv = q.time.var
         parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
     s = f"{q.pred}({', '.join(parts)})"
-    if obj["excluded"]:
-        s += " for " + ", ".join(
-            f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items())
+    conds = [f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items()]
+    conds += [TimeDomain.from_json(j).text(v) for v, j in sorted(obj.get("periodic", {}).items())]
+    if conds:
+        s += " for " + ", ".join(conds)
     return s
 
 
@@ -209,11 +216,25 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
     }
     if combos:
         out["excluded_combinations"] = combos
+    per = periodic_constraints(tp, b)
+    if per:
+        out["periodic"] = per
     return out
+
+
+def periodic_constraints(tp, b: tuple) -> dict:
+    """The time domains (periodic facts, periodic.py) of the answer's unbound variables, named
+    like `exclusions`: {"T": {"period": 7, "offset": 3}}."""
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    return {qname.get(v, tp.names[v]): d.to_json() for v, d in tp.periodic if b[v] is None}
 
 
 def key_of(tp, a: Answer) -> tuple:
     """explain.answer_key of an Answer without rendering it (its query, bound substitution
     and single-variable exclusions)."""
     return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
-                       "excluded": exclusions(tp, a.ng)[0]})
+                       "excluded": exclusions(tp, a.ng)[0],
+                       "periodic": periodic_constraints(tp, a.b)})

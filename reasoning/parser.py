@@ -29,7 +29,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from .errors import ProgramError
 from .metric import (AUX_PREFIX, OPERATORS, BodyItem, GenRule, MetricLiteral, Operand,
                      PlainLiteral, Translator, check_operand)
-from .syntax import Atom, Const, DelayDecl, Literal, Program, Rule, Span, Time, Translation, Var
+from .syntax import (Atom, Const, DelayDecl, Literal, Lrp, Program, Rule, Span, Time, Translation,
+                     Var)
 
 SpanTable = dict[tuple[str, int, int, int], Span]
 
@@ -216,10 +217,11 @@ def _meta_span(tree: Tree, file: str) -> Span:
 class _RawTerm:
     """An unsorted argument: kind is name, plus, minus, int, negint or string."""
 
-    kind: str
+    kind: str  # (or lrp: `b + a n`, text is the name written for n)
     text: str  # identifier, digits, or the unescaped string content
     offset: int
     span: Span
+    period: int = 0  # of an lrp
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,14 @@ def _raw_term(tree: Tree, file: str, source: str) -> _RawTerm:
         return _RawTerm(kind, str(toks[0]), k if kind == "plus" else -k, span)
     if kind == "string":
         return _RawTerm(kind, _unescape(toks[0], file, source), 0, span)
+    if kind == "lrp":  # `a n`, `b + a n` or `a n + b`
+        names = [t for t in toks if t.type == "NAME"]
+        ints = [_number(t, span, source, "time") for t in toks if t.type == "INT"]
+        if toks[1].type == "NAME":  # a n [+ b]
+            period, offset = ints[0], (ints[1] if len(ints) > 1 else 0)
+        else:  # b + a n
+            offset, period = ints
+        return _RawTerm(kind, str(names[0]), offset, span, period)
     return _RawTerm(kind, str(toks[0]), 0, span)
 
 
@@ -338,6 +348,9 @@ def _object_term(term: _RawTerm, scope: _Scope) -> Var | Const:
     """Sort a term in an object position."""
     if term.kind in ("plus", "minus"):
         raise ProgramError("time term in an object position", term.span, scope.source)
+    if term.kind == "lrp":
+        raise ProgramError("a periodic time (b + a n) is the time argument of a fact, not an "
+                           "object", term.span, scope.source)
     if term.kind == "negint":
         return Const("-" + term.text)
     if term.kind == "name" and _is_variable_name(term.text):
@@ -349,6 +362,10 @@ def _object_term(term: _RawTerm, scope: _Scope) -> Var | Const:
 
 def _time_term(term: _RawTerm, pred: str, arity: int, scope: _Scope) -> Time:
     """Sort the last argument of a temporal predicate."""
+    if term.kind == "lrp":
+        raise ProgramError(f"a periodic time ({term.offset} + {term.period}n) may only be "
+                           f"written in a fact of the program (not in a rule, query, "
+                           f"directive or stream)", term.span, scope.source)
     if term.kind == "int":
         return Time(None, _number(term.text, term.span, scope.source, "timestamp"))
     if term.kind == "negint":
@@ -447,6 +464,7 @@ class _ProgramBuilder:
         self.translator = Translator(source)
         self.aux_done: set[str] = set()
         self.translations: list[Translation] = []
+        self.fact_times: dict[int, Lrp] = {}
 
     def build(self, tree: Tree) -> tuple[Program, SpanTable]:
         """Two passes: `#rigid` declarations first, then everything else."""
@@ -472,6 +490,7 @@ class _ProgramBuilder:
             source=self.source,
             file=self.file,
             translations=tuple(self.translations),
+            fact_times=dict(self.fact_times),
         )
 
     def _raw(self, tree: Tree) -> _RawAtom:
@@ -487,12 +506,54 @@ class _ProgramBuilder:
     # -- rules and facts
 
     def _fact(self, stmt: Tree) -> None:
-        """`H.`"""
+        """`H.`, or `H until K.`; the time of a temporal fact may be an lrp `b + a n`."""
         raw = self._raw(stmt.children[0])
+        until = stmt.children[1] if len(stmt.children) > 1 else None
         scope = _Scope(self.source, _reserved_names([raw]))
+        lrp = None
+        if raw.terms and not _is_rigid_use(raw, self.rigid):
+            lrp = self._fact_lrp(raw, until)
+            if lrp is not None:
+                raw = _RawAtom(raw.pred, raw.terms[:-1] + (
+                    _RawTerm("int", str(lrp.offset), 0, raw.terms[-1].span),), raw.span)
+        elif until is not None:
+            raise ProgramError("`until` bounds the periodic time of a temporal fact; this fact "
+                               "has none", _token_span(until, self.file), self.source)
         head = _sort_atom(raw, self.rigid, scope)
-        _record_spans(self.spans, ("fact", len(self.facts), -1), raw)
+        index = len(self.facts)
+        _record_spans(self.spans, ("fact", index, -1), raw)
         self.facts.append(Rule(head, (), _meta_span(stmt, self.file)))
+        if lrp is not None:
+            self.fact_times[index] = lrp
+
+    def _fact_lrp(self, raw: _RawAtom, until: Optional[Token]) -> Optional[Lrp]:
+        """The lrp of a temporal fact's time (`5`, `7n`, `3 + 7n`; 003 §2), with `until K`;
+        None if the time is not a natural number or an lrp (sorting reports it)."""
+        last = raw.terms[-1]
+        if last.kind == "name" and last.text == "n":
+            last = _RawTerm("lrp", "n", 0, last.span, 1)
+        if last.kind == "int":
+            if until is not None:
+                raise ProgramError(f"`until` bounds a periodic time (b + a n), but the time of "
+                                   f"this fact is the single time {last.text}",
+                                   _token_span(until, self.file), self.source)
+            return Lrp(_number(last.text, last.span, self.source, "timestamp"))
+        if last.kind != "lrp":
+            return None
+        if last.text != "n":
+            raise ProgramError(f"a periodic time is written b + a n (with the letter n), "
+                               f"not with {last.text}", last.span, self.source)
+        if last.period == 0:
+            raise ProgramError("the period of a periodic time must be positive (0n is not a "
+                               "period; write the single time instead)", last.span, self.source)
+        bound = None
+        if until is not None:
+            bound = _number(until, _token_span(until, self.file), self.source, "time")
+            if bound < last.offset:
+                raise ProgramError(f"until {bound} is before the first time {last.offset} of "
+                                   f"{last.offset} + {last.period}n: the fact would hold at no "
+                                   f"time", _token_span(until, self.file), self.source)
+        return Lrp(last.offset, last.period, bound)
 
     def _rule(self, stmt: Tree) -> None:
         """`H :- L1, ..., Ln.`"""

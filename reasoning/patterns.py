@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Optional, Union
 
 from .metric import AUX_PREFIX, render_aux
+from .periodic import TimeDomain
 from .preprocess import Query, Template
 from .syntax import Atom, Const, Literal, Time, Var
 
@@ -114,6 +115,7 @@ class ETemplate:
     qvars: tuple[tuple[str, bool, Union[int, str], int], ...]  # (name, is_var, idx|const, off)
     time_vars: frozenset  # indices of temporal variables
     time_min: tuple[tuple[int, int], ...] = ()  # (var index, lower bound) from pre-processing
+    periodic: tuple[tuple[int, TimeDomain], ...] = ()  # (var index, domain): periodic facts
 
     @property
     def full_mask(self) -> frozenset:
@@ -166,12 +168,14 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
             qvars.append((q.atom.time.var, True, idx[ht.var], ht.offset))
     nogoods = frozenset(tuple(sorted((idx[v], c) for v, c in n)) for n in t.nogoods)
     tvars.update(idx[v] for v, _ in t.time_min)
+    tvars.update(idx[v] for v, _ in t.periodic)
     return ETemplate(
         tid=tid, qid=q.qid, query=q, template=t, names=names, head=head, lits=lits,
         pos=tuple(i for i, l in enumerate(lits) if l.positive),
         neg=tuple(i for i, l in enumerate(lits) if not l.positive),
         nogoods=nogoods, qvars=tuple(qvars), time_vars=frozenset(tvars),
         time_min=tuple((idx[v], k) for v, k in t.time_min),
+        periodic=tuple((idx[v], d) for v, d in t.periodic),
     )
 
 

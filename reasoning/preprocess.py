@@ -12,7 +12,8 @@ from typing import Mapping, Optional, Union
 
 from .analysis import SEARCH_CAP, blowup, search_size
 from .errors import ProgramError
-from .syntax import Atom, Const, Literal, Program, Rule, Span, Time, Var
+from .periodic import TimeDomain
+from .syntax import Atom, Const, Literal, Lrp, Program, Rule, Span, Time, Var
 
 Term = Union[Var, Const, Time]
 Subst = dict[str, Term]
@@ -33,7 +34,8 @@ class Template:
     """One element ⟨θ, H⟩ of P_Q, stored as the instantiated head Pθ and the literals H.
 
     `nogoods` are forbidden partial assignments (from negated rigid atoms), each a tuple of
-    (variable, constant) pairs.
+    (variable, constant) pairs; `periodic` the time domains of variables constrained by
+    periodic background facts (periodic.py).
     """
 
     head: Atom
@@ -42,12 +44,14 @@ class Template:
     nogoods: tuple[tuple[tuple[str, str], ...], ...] = ()
     # lower bounds var >= k from resolved (intermediate) atoms, whose times must be natural
     time_min: tuple[tuple[str, int], ...] = ()
+    periodic: tuple[tuple[str, TimeDomain], ...] = ()
 
     def variables(self) -> tuple[str, ...]:
         out: set[str] = set(self.head.variables())
         for l in self.literals:
             out.update(l.atom.variables())
         out.update(v for v, _ in self.time_min)
+        out.update(v for v, _ in self.periodic)
         return tuple(sorted(out))
 
     def __str__(self) -> str:
@@ -57,6 +61,7 @@ class Template:
             " | " + " ∧ ".join(f"{v}={c}" for v, c in n) + " excluded" for n in self.nogoods
         )
         ng += "".join(f" | {v} ≥ {k}" for v, k in self.time_min)
+        ng += "".join(f" | {d.text(v)}" for v, d in self.periodic)
         return f"⟨[{th}], {{{hs}}}{ng}⟩" if th else f"⟨∅, {{{hs}}}{ng}⟩"
 
 
@@ -161,7 +166,7 @@ def _subsumes(a: Template, b: Template, index: Optional["_Index"] = None) -> boo
     restricted by nogoods or time bounds covers fewer instances: it subsumes nothing.
     Literals sharing no variable unbound by the head are matched independently, each group
     by backtracking with an explicit stack (no recursion limit at any size)."""
-    if a.nogoods or a.time_min:
+    if a.nogoods or a.time_min or a.periodic:
         return False
     s = _match_atom(a.head, b.head, {})
     if s is None:
@@ -341,8 +346,10 @@ class Preprocessor:
             if r.body:
                 self.rules_by_pred.setdefault(r.head.pred, []).append(r)
         self.rigid_facts: dict[str, list[Atom]] = {}
-        for f in prog.facts:
-            self.rigid_facts.setdefault(f.head.pred, []).append(f.head)
+        for i, f in enumerate(prog.facts):
+            if i not in prog.fact_times:
+                self.rigid_facts.setdefault(f.head.pred, []).append(f.head)
+        self.periodic = {p: fs for p, fs in prog.periodic_facts().items() if p not in self.rigid}
         self.counter = itertools.count(1)
         self.max_steps = MAX_STEPS + STEPS_PER_LITERAL * sum(len(r.body) for r in prog.rules)
         self.max_height = len(self.rules_by_pred) + MAX_DEPTH
@@ -350,9 +357,12 @@ class Preprocessor:
     def templates(self, query: Atom, span: Span) -> tuple[Template, ...]:
         """P_Q: all minimal ⟨θ, H⟩ of SLD-derivations from ¬query (Algorithm: pre-processing)."""
         qvars = set(query.variables())
-        done = (self._finish(query, qvars, _unreverse(kept), s, _unreverse(resolved))
-                for kept, s, resolved in self._derivations(query, span))
-        return self._minimal([t for t in done if t is not None])
+        done = [t for kept, s, resolved in self._derivations(query, span)
+                for t in self._finish_cases(query, qvars, _unreverse(kept), s,
+                                            _unreverse(resolved))]
+        if len(done) > MAX_TEMPLATES:
+            raise self._budget_error(query, span, "ways", MAX_TEMPLATES)
+        return self._minimal(done)
 
     def _derivations(self, query: Atom, span: Span) -> list[tuple]:
         """The successful SLD-derivations from ¬query (002 §2, Example 4) as (kept, θ,
@@ -391,6 +401,15 @@ class Preprocessor:
         if sel.pred in self.rigid:
             unified = (unify_atoms(sel, f, s, set()) for f in self.rigid_facts.get(sel.pred, []))
             return [(rest, kept, s2, resolved) for s2 in unified if s2 is not None]
+        if sel.pred in self.periodic:  # decided now: a time constraint, never a hypothesis
+            out = []
+            for f, lrp in reversed(self.periodic[sel.pred]):
+                # the time stays a variable with a domain, also for a single time (a template
+                # keeps its time variable: the executors' plans assume one)
+                s2 = unify_atoms(sel, Atom(f.pred, f.args, sel.time), s, set())
+                if s2 is not None:
+                    out.append((rest, kept, s2, ((sel.time, lrp), resolved)))
+            return out
         if level >= self.max_height:
             raise self._nontermination_error(query, span, origin)
         out = []
@@ -401,8 +420,10 @@ class Preprocessor:
         return out
 
     def _selectable(self, l: Literal) -> bool:
-        """Positive IDB or rigid literals are resolved; EDB and negated ones are hypotheses."""
-        return l.positive and (l.atom.pred in self.idb or l.atom.pred in self.rigid)
+        """Positive IDB, rigid or periodic literals are resolved; EDB and negated ones are
+        hypotheses (negated periodic ones are decided by _finish_cases)."""
+        return l.positive and (l.atom.pred in self.idb or l.atom.pred in self.rigid
+                               or l.atom.pred in self.periodic)
 
     def _budget_error(self, query: Atom, span: Span, kind: str, limit: int) -> ProgramError:
         """The search exceeds a budget: blame the rule whose alternatives multiply (issue 11)."""
@@ -439,13 +460,73 @@ class Preprocessor:
             self.prog.source,
         )
 
+    def _finish_cases(self, query: Atom, qvars: set[str], goal, s: Subst,
+                      resolved: list) -> list[Template]:
+        """The templates of one derivation: one per case of its negated periodic literals.
+        ¬P(x̄, V+k) holds iff x̄ differs from every fact's objects c̄ (nogoods), or x̄ = c̄
+        for one group of facts with the same objects and V+k lies outside their lrps: the
+        cases are disjoint, one template each (a group whose objects are all constants
+        leaves only the time condition, for every case)."""
+        cases = [(s, [], [])]  # substitution, extra nogoods, exclusions (time term, lrp)
+        for l in goal:
+            if l.positive or l.atom.pred not in self.periodic:
+                continue
+            cases = [c for case in cases for c in self._periodic_cases(l.atom, *case)]
+        out = []
+        for s2, ngs, excl in cases:
+            t = self._finish(query, qvars, goal, s2, resolved, ngs, excl)
+            if t is not None:
+                out.append(t)
+        return out
+
+    def _periodic_cases(self, atom: Atom, s: Subst, ngs: list, excl: list) -> list[tuple]:
+        """The cases of one negated periodic literal (see _finish_cases)."""
+        a = apply_atom(atom, s)
+        groups: dict[tuple, list[Lrp]] = {}
+        for f, lrp in self.periodic[a.pred]:
+            m = unify_atoms(a, Atom(f.pred, f.args, a.time), {}, set())
+            if m is None:
+                continue
+            key = tuple(sorted((v, walk_obj(Var(v), m).value)  # type: ignore[union-attr]
+                               for v in set(a.object_variables())))
+            groups.setdefault(key, []).append(lrp)
+        always = [(a.time, lrp) for lrp in groups.pop((), [])]
+        out = [(s, ngs + list(groups), excl + always)]
+        for key, lrps in groups.items():
+            s2 = dict(s)
+            for v, c in key:
+                s2[v] = Const(c)
+            out.append((s2, ngs, excl + always + [(a.time, lrp) for lrp in lrps]))
+        return out
+
     def _finish(self, query: Atom, qvars: set[str], goal, s: Subst,
-                resolved: tuple = ()) -> Optional[Template]:
+                resolved: list = (), extra_nogoods: list = (),
+                excluded: list = ()) -> Optional[Template]:
         head = apply_atom(query, s)
         if _negative_time(head):
             return None
         bounds: dict[str, int] = {}
+        domains: dict[str, TimeDomain] = {}
+        for tm, lrp in [r for r in resolved if not isinstance(r, Time)]:
+            t = walk_time(tm, s)  # a positive periodic literal: t ∈ lrp
+            if t.var is None:
+                if t.offset not in lrp:
+                    return None
+                continue
+            d = domains.get(t.var, TimeDomain()).restrict(lrp.shift(-t.offset))
+            if d is None:
+                return None
+            domains[t.var] = d
+        for tm, lrp in excluded:  # a negated periodic literal: t ∉ lrp
+            t = walk_time(tm, s)
+            if t.var is None:
+                if t.offset in lrp:
+                    return None
+                continue
+            domains[t.var] = domains.get(t.var, TimeDomain()).exclude(lrp.shift(-t.offset))
         for tm in resolved:  # intermediate atoms of the derivation need natural timestamps
+            if not isinstance(tm, Time):
+                continue
             t = walk_time(tm, s)
             if t.var is None:
                 if t.offset < 0:
@@ -454,10 +535,21 @@ class Preprocessor:
                 bounds[t.var] = max(bounds.get(t.var, -t.offset), -t.offset)
         lits: list[Literal] = []
         nogoods: list[tuple[tuple[str, str], ...]] = []
+        for n in extra_nogoods:  # of negated periodic literals, under the other cases' σ
+            left = _open_nogood(n, s)
+            if left == ():
+                return None
+            if left is not None:
+                nogoods.append(left)
         for l in goal:
             a = apply_atom(l.atom, s)
             if _negative_time(a):
                 return None
+            if a.pred in self.periodic:  # negated (positive ones were resolved): decided,
+                t = a.time  # but its time term must still be natural
+                if t is not None and t.var is not None:
+                    bounds[t.var] = max(bounds.get(t.var, -t.offset), -t.offset)
+                continue
             if a.pred in self.rigid:  # negated rigid atom: closed world over program facts
                 assert not l.positive
                 for fact in self.rigid_facts.get(a.pred, []):
@@ -487,16 +579,29 @@ class Preprocessor:
             if a.time is not None and a.time.var is not None:
                 implied[a.time.var] = max(implied.get(a.time.var, -a.time.offset), -a.time.offset)
         extra = {v: k for v, k in bounds.items() if k > implied.get(v, -10 ** 9)}
-        ren_probe = Atom("_", tuple(Var(v) for v in sorted(extra)), None)
+        for v in list(domains):  # natural time terms: v ≥ its lower bound
+            lo = max(implied.get(v, -10 ** 9), bounds.get(v, -10 ** 9))
+            d = domains[v].normal(lo if lo > -10 ** 9 else 0)
+            if d is None:
+                return None
+            if v not in implied or d.trivial:  # existential (not empty): constrains nothing
+                del domains[v]
+            else:
+                domains[v] = d
+        probed = sorted(set(extra) | set(domains))
+        ren_probe = Atom("_", tuple(Var(v) for v in probed), None)
         head, lits, nogoods, probe = _readable(head, lits, nogoods, qvars, ren_probe)
-        time_min = tuple(sorted((t.name, extra[v]) for t, v in zip(probe.args, sorted(extra))))
+        names = {v: t.name for t, v in zip(probe.args, probed)}
+        time_min = tuple(sorted((names[v], extra[v]) for v in extra))
+        periodic = tuple(sorted((names[v], d) for v, d in domains.items()))
         lits.sort(key=_lit_sort_key)
         theta = []
         for v in sorted(qvars):
             t = _term_of(query, head, v)
             if t is not None and t != v:
                 theta.append((v, t))
-        return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min)
+        return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min,
+                        periodic)
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
         """Minimal hypothesis sets (000 Example 6): drop a template subsumed by a strictly
@@ -523,6 +628,20 @@ class Preprocessor:
         if not _subsumes(u, t, _index_of(indexes, uniq, i)):
             return False
         return j < i or not _subsumes(t, u, _index_of(indexes, uniq, j))
+
+
+def _open_nogood(n: tuple, s: Subst) -> Optional[tuple]:
+    """A nogood under σ: None if σ satisfies it (a variable bound to another constant), else
+    its pairs on variables σ leaves open (() : σ violates it)."""
+    out = []
+    for v, c in n:
+        t = walk_obj(Var(v), s)
+        if isinstance(t, Const):
+            if t.value != c:
+                return None
+        else:
+            out.append((t.name, c))
+    return tuple(sorted(out))
 
 
 def _candidates(i: int, sigs: list, by_sig: dict, shorter: list):

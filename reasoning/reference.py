@@ -250,6 +250,25 @@ def _check_fact(a: Atom) -> None:
         raise ValueError(f"fact is not ground: {a}")
 
 
+def _program_facts(program: Program, horizon: int) -> tuple[Rule, ...]:
+    """The facts of the program, a periodic one (time b + a·n up to `until`, 003 §2) listed
+    once per time in 0..horizon."""
+    out: list[Rule] = []
+    for i, rule in enumerate(program.facts):
+        lrp = program.fact_times.get(i)
+        if lrp is None:
+            out.append(rule)
+            continue
+        top = horizon if lrp.until is None else min(horizon, lrp.until)
+        t = lrp.offset
+        while t <= top:
+            out.append(Rule(Atom(rule.head.pred, rule.head.args, Time(None, t))))
+            if lrp.period == 0:
+                break
+            t += lrp.period
+    return tuple(out)
+
+
 def evaluate(program: Program, facts: Iterable[Atom], horizon: int, domain: Iterable[str] = ()) -> frozenset[Atom]:
     """The stratified model (002_…txt, Temporal Datalog with negation) restricted to times 0..horizon."""
     if horizon < 0:
@@ -269,7 +288,7 @@ def evaluate(program: Program, facts: Iterable[Atom], horizon: int, domain: Iter
 
     # Time instances of all rules (program facts are rules with an empty body).
     instances: list[tuple[tuple, tuple[TimeLit, ...]]] = []
-    for rule in tuple(program.rules) + tuple(program.facts):
+    for rule in tuple(program.rules) + _program_facts(program, horizon):
         instances.extend(_time_instances(rule, horizon))
 
     # Ground dependency graph with signed edges.

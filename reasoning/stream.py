@@ -90,11 +90,13 @@ def parse_fact_text(text: str, cp: CompiledProgram) -> Fact:
 
 
 def validate(cp: CompiledProgram, f: Fact, tick: int) -> Optional[str]:
-    """Why fact f cannot be in D|tick (None if it can): unknown/IDB/rigid predicate, arity,
+    """Why fact f cannot be in D|tick (None if it can): unknown/IDB/rigid/periodic predicate, arity,
     time after arrival, or arrival later than its delay bound δ (no longer future-possible)."""
     an = cp.analysis
     if f.pred in an.rigid:
         return f"{f.pred} is a rigid predicate: its facts belong in the program"
+    if f.pred in an.periodic:
+        return f"{f.pred} is a periodic predicate: its facts are given in the program (known in advance, never streamed)"
     if f.pred in an.idb:
         return f"{f.pred} is defined by rules (IDB); only EDB facts may arrive"
     if f.pred not in an.edb:

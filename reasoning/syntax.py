@@ -74,6 +74,32 @@ class Time:
 
 
 @dataclass(frozen=True, order=True)
+class Lrp:
+    """The times offset + period·n (n ≥ 0) up to `until`: a linear repeating point an+b of
+    003_…txt §2 ("Definition (Linear Repeating Point)") with the constraints T ≥ b and
+    T ≤ until of a generalized tuple; period 0 is the single time `offset`."""
+
+    offset: int
+    period: int = 0
+    until: Optional[int] = None
+
+    def __contains__(self, t: int) -> bool:
+        if t < self.offset or (self.until is not None and t > self.until):
+            return False
+        return t == self.offset if self.period == 0 else (t - self.offset) % self.period == 0
+
+    def shift(self, k: int) -> "Lrp":
+        """The lrp of the values t + k for t in this one."""
+        return Lrp(self.offset + k, self.period, None if self.until is None else self.until + k)
+
+    def __str__(self) -> str:
+        if self.period == 0:
+            return str(self.offset)
+        s = f"{self.period}n" if self.offset == 0 else f"{self.offset} + {self.period}n"
+        return s if self.until is None else f"{s} until {self.until}"
+
+
+@dataclass(frozen=True, order=True)
 class Atom:
     """`pred(args..., time)`; `time` is None for rigid predicates."""
 
@@ -173,7 +199,7 @@ class Program:
     """A parsed program: rules, rigid facts, directives (before analysis)."""
 
     rules: tuple[Rule, ...] = ()
-    facts: tuple[Rule, ...] = ()  # rigid facts written in the program
+    facts: tuple[Rule, ...] = ()  # rigid and periodic (temporal) facts of the program
     query: Optional[Atom] = None
     query_span: Span = field(default=Span(), compare=False)
     delays: tuple[DelayDecl, ...] = ()
@@ -183,6 +209,17 @@ class Program:
     source: str = ""
     file: str = "<input>"
     translations: tuple[Translation, ...] = ()  # rules written with metric operators
+    # the times of the temporal (periodic background) facts: index into `facts` -> lrp; the
+    # fact's head has the lrp's first time as its time term
+    fact_times: Mapping[int, Lrp] = field(default_factory=dict)
+
+    def periodic_facts(self) -> dict[str, list[tuple[Atom, Lrp]]]:
+        """The periodic background facts by predicate: (atom, lrp)."""
+        out: dict[str, list[tuple[Atom, Lrp]]] = {}
+        for i, lrp in self.fact_times.items():
+            a = self.facts[i].head
+            out.setdefault(a.pred, []).append((a, lrp))
+        return out
 
     def written(self, index: int) -> str:
         """The rule at `index` as the user wrote it (a generated rule: its origin's text)."""

@@ -24,14 +24,27 @@ def idb_predicates(prog: Program) -> set[str]:
     return {r.head.pred for r in prog.rules if r.body}
 
 
+def periodic_predicates(prog: Program) -> dict[str, int]:
+    """Temporal predicates given by facts of the program (periodic background predicates,
+    003 §2's generalized relations): name -> arity (incl. time)."""
+    out: dict[str, int] = {}
+    for i in sorted(prog.fact_times):
+        a = prog.facts[i].head
+        if a.pred not in prog.rigid:
+            out.setdefault(a.pred, a.arity)
+    return out
+
+
 def edb_predicates(prog: Program) -> dict[str, int]:
-    """Temporal predicates that occur only in rule bodies: name -> arity (incl. time)."""
+    """Temporal predicates that occur only in rule bodies and have no program facts (the
+    stream's): name -> arity (incl. time)."""
     idb = idb_predicates(prog)
+    periodic = periodic_predicates(prog)
     out: dict[str, int] = {}
     for rule in prog.rules:
         for lit in rule.body:
             a = lit.atom
-            if a.pred not in idb and a.pred not in prog.rigid:
+            if a.pred not in idb and a.pred not in prog.rigid and a.pred not in periodic:
                 out.setdefault(a.pred, a.arity)
     return out
 
@@ -123,6 +136,7 @@ def check_program(prog: Program, spans: Optional[SpanTable] = None) -> None:
         *_rigid_errors(prog, occs, loc),
         *_safety_errors(prog, loc),
         *_fact_errors(prog, loc),
+        *_periodic_errors(prog, occs, loc),
         *_query_errors(prog, occs, loc),
         *_delay_errors(prog, loc),
     ]
@@ -219,7 +233,10 @@ def _fact_errors(prog: Program, loc: _Locator) -> Iterator[tuple[Span, str]]:
     stmts += [("rule", i, r) for i, r in enumerate(prog.rules) if not r.body]
     for kind, i, rule in stmts:
         head = rule.head
-        if head.pred not in prog.rigid:
+        if head.pred not in prog.rigid and kind == "fact" and head.time is not None and (
+                head.time.var is not None or i in prog.fact_times):
+            pass  # a periodic background fact (its time is an lrp; variables: below)
+        elif head.pred not in prog.rigid:
             yield loc.at(kind, i), (
                 f"facts of temporal predicates arrive on the stream, not in the program "
                 f"({head.pred} is not declared #rigid)"
@@ -228,6 +245,21 @@ def _fact_errors(prog: Program, loc: _Locator) -> Iterator[tuple[Span, str]]:
         for j, name in _head_variables(head):
             yield loc.at(kind, i, -1, j), f"a fact must be ground, but {name} is a variable"
             break
+
+
+def _periodic_errors(prog: Program, occs: list[_Occurrence],
+                     loc: _Locator) -> Iterator[tuple[Span, str]]:
+    """A periodic predicate (temporal, with program facts) that a rule also defines."""
+    periodic = periodic_predicates(prog)
+    for o in occs:
+        if o.kind == "rule" and o.literal == -1 and o.atom.pred in periodic \
+                and prog.rules[o.index].body:
+            first = next(i for i in sorted(prog.fact_times)
+                         if prog.facts[i].head.pred == o.atom.pred)
+            yield loc.occ(o), (
+                f"{o.atom.pred} is a periodic predicate (given by facts of the program, the "
+                f"first at {_line_ref(prog.facts[first].span)}), so it cannot also be defined "
+                f"by a rule")
 
 
 def _query_errors(prog: Program, occs: list[_Occurrence], loc: _Locator) -> Iterator[tuple[Span, str]]:
@@ -263,6 +295,9 @@ def _delay_errors(prog: Program, loc: _Locator) -> Iterator[tuple[Span, str]]:
         span = loc.at("delay", i)
         if d.pred in prog.rigid:
             yield span, f"#delay applies to stream (EDB) predicates, but {d.pred} is #rigid"
+        elif d.pred in periodic_predicates(prog):
+            yield span, (f"#delay applies to stream (EDB) predicates, but {d.pred} is periodic "
+                         f"(given by facts of the program, known in advance: never delayed)")
         elif d.pred in idb:
             yield span, f"#delay applies to stream (EDB) predicates, but {d.pred} is defined by rules (IDB)"
         elif d.pred not in edb:

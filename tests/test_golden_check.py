@@ -30,6 +30,7 @@ CASES = {
     "local_mgu": ("local_mgu.tdl", [], 0),  # 002 Example 12
     "not_stratified": ("not_stratified.tdl", [], 2),
     "windows": ("windows.tdl", [], 0),  # 004 metric operators (issue 12), translated
+    "calendar": ("calendar.tdl", [], 0),  # 003 periodic facts (lrps) with metric windows
 }
 
 

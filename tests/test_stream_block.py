@@ -1,7 +1,7 @@
 """The stream read a block at a time (reasoning.stream.parse_block) gives exactly what the
 line-by-line reader gives: the same slices, facts, line numbers, rejections (reasons and
 order) and ignored counts, on random mixtures of canonical, late, out-of-order, gapped,
-unknown and malformed lines; and Slice.frames() holds the same facts as Slice.facts()."""
+unknown, periodic and malformed lines; and Slice.frames() holds the same facts as Slice.facts()."""
 from __future__ import annotations
 
 import json
@@ -22,7 +22,8 @@ PROGRAM = """
 #delay Spare = 1.
 Flag(X, T) :- Hot(X, T).
 Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).
-OK(X, T) :- Seen(X, Y, T), not Cool(X, T).
+OK(X, T) :- Seen(X, Y, T), not Cool(X, T), not Calendar(X, T).
+Calendar(wt1, 2 + 5n).
 """
 CP = compile_program(PROGRAM, "<block>")
 DEVICES = ["wt1", "wt2", "wt3", "a_b", "7"]
@@ -32,7 +33,8 @@ DEVICES = ["wt1", "wt2", "wt3", "a_b", "7"]
 def _line(draw, tick: int, clean: bool) -> str:
     kind = draw(st.sampled_from(["hot", "seen", "spaces"] if clean else
         ["hot"] * 6 + ["seen"] * 3 + ["late", "future", "spare", "unknown", "arity", "idb",
-                                      "quoted", "spaces", "badjson", "blank", "big"]))
+                                      "quoted", "spaces", "badjson", "blank", "big",
+                                      "periodic"]))
     d = draw(st.sampled_from(DEVICES))
     t = max(0, tick - draw(st.integers(0, 3)))
     if kind == "hot":
@@ -51,6 +53,8 @@ def _line(draw, tick: int, clean: bool) -> str:
         return json.dumps({"tick": tick, "fact": f"Hot({d}, {d}, {t})"})
     if kind == "idb":
         return json.dumps({"tick": tick, "fact": f"Flag({d}, {t})"})
+    if kind == "periodic":  # given by the program: rejected
+        return json.dumps({"tick": tick, "fact": f"Calendar({d}, {t})"})
     if kind == "quoted":
         return json.dumps({"tick": tick, "fact": f'Hot("{d} x", {t})'})
     if kind == "spaces":

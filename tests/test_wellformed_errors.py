@@ -205,11 +205,16 @@ def test_rigid_fact_wrong_arity():
     assert_error("Near(a, b, c).\n#rigid Near/2.", 1, 1, "rigid predicate Near/2 is used with 3 arguments")
 
 
-def test_temporal_fact_in_program():
+def test_temporal_fact_in_program_is_periodic():
+    """A temporal fact of the program makes its predicate periodic (period 0: one time);
+    a rule may then not define it too."""
+    prog, spans = parse_program_with_spans("Flag(X, T) :- Hot(X, T).\nHot(wt1, 0).", FILE)
+    check_program(prog, spans)
     assert_error(
-        "Flag(X, T) :- Hot(X, T).\nHot(wt1, 0).",
-        2, 1,
-        "facts of temporal predicates arrive on the stream, not in the program",
+        "Hot(X, T) :- Warm(X, T).\nHot(wt1, 0).",
+        1, 1,
+        "Hot is a periodic predicate (given by facts of the program, the first at line 2), "
+        "so it cannot also be defined by a rule",
     )
 
 

@@ -87,6 +87,10 @@ class PolarsBackend:
     def bit_not(self, e):
         return ~e
 
+    def pmod(self, e, m: int):
+        """e modulo m, non-negative for m > 0 (Spark SQL's pmod)."""
+        return e.mod(m) if hasattr(e, "mod") else e % m
+
     def least(self, exprs: list):
         return pl.min_horizontal(exprs) if exprs else pl.lit(None, dtype=pl.Int64)
 

@@ -37,6 +37,8 @@ from .exactrows import ExactPass
 from .layout import (BOOL, INT, MAX_LITERALS, META, META_KINDS, OBJ, Layout, acol,
                      encode_nogoods, fact_schema, facts_by_pred, row_to_answer, vcol)
 from .unify import cover_spec, ground_under, literal_vars, match_spec
+from ..periodic import TimeDomain
+from ..syntax import Lrp
 
 Pattern = frozenset
 
@@ -285,6 +287,7 @@ class ColumnarEngine:
             if v in P:
                 lows[v] = max(lows.get(v, kmin), kmin)
         conds = [B.col(vcol(v)) >= B.lit(lo, INT) for v, lo in sorted(lows.items())]
+        conds += [domain_cond(B, B.col(vcol(v)), d) for v, d in tp.periodic if v in P]
         # δ of each positive literal with a bound time, under the pattern
         dexprs: dict = {}
         tmp: list = []
@@ -1148,3 +1151,22 @@ def _kind(lay: Layout, c: str) -> str:
     if c.startswith("v") and c[1:].isdigit():
         return lay.kinds[int(c[1:])]
     return META_KINDS.get(c, OBJ)
+
+
+def lrp_cond(B, e, a: Lrp):
+    """e ∈ a as a backend condition (003 §2's lrp with its constraints)."""
+    cond = e >= B.lit(a.offset, INT)
+    if a.until is not None:
+        cond = cond & (e <= B.lit(a.until, INT))
+    if a.period == 0:
+        return cond & (e == B.lit(a.offset, INT))
+    if a.period > 1:
+        cond = cond & (B.pmod(e - B.lit(a.offset, INT), a.period) == B.lit(0, INT))
+    return cond
+
+
+def domain_cond(B, e, d: TimeDomain):
+    """e in the time domain d (periodic.py): in its allowed lrp and in none excluded."""
+    conds = [] if d.allowed is None else [lrp_cond(B, e, d.allowed)]
+    conds += [~lrp_cond(B, e, x) for x in d.excluded]
+    return B.all_of(conds) if conds else B.lit(True, BOOL)

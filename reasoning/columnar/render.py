@@ -399,7 +399,7 @@ class Renderer:
             if k in shown and not pending:
                 df = B.filter(df, B.col("ev") != B.lit(0, INT))
             if k in shown and not B.is_empty(df):
-                if cache:
+                if cache and not self._periodic_open(k, P):
                     df, got = self._render_cached(k, P, df, tau, kept)
                     if got is not None:
                         parts.append(got)
@@ -411,6 +411,10 @@ class Renderer:
         if not parts:
             return None
         return B.unique(B.concat(parts), ["skey"])
+
+    def _periodic_open(self, k: int, P) -> bool:
+        """Rows of pattern P leave a variable constrained by periodic facts unbound."""
+        return any(v not in P for v, _ in self.eng.templates[k].periodic)
 
     def _columns_only(self) -> bool:
         """Rendering for `hypo run` on Polars: the in-process shortcuts (_render_cached,
@@ -497,6 +501,8 @@ class Renderer:
         tp = eng.templates[k]
         lay = eng.layouts[k]
         full = lay.full_mask
+        if self._periodic_open(k, P):  # prints its time constraint: the object builder
+            return [self._render_python(k, P, df, tau)]
         has_ng = eng.may_ng[k] and (not B.cheap_checks or B.any_nonempty_list(df, "ng"))
         out = []
         if has_ng:
@@ -675,5 +681,7 @@ def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:
 
 def answer_key_text(obj: dict) -> str:
     """The identity of an answer across ticks (explain.answer_key) as text."""
-    return json.dumps([obj["query"], sorted(obj["substitution"].items()),
-                       sorted(obj["excluded"].items())], ensure_ascii=False)
+    key = [obj["query"], sorted(obj["substitution"].items()), sorted(obj["excluded"].items())]
+    if obj.get("periodic"):
+        key.append(json.dumps(obj["periodic"], sort_keys=True))
+    return json.dumps(key, ensure_ascii=False)
