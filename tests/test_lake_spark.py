@@ -420,3 +420,18 @@ def test_confidence_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
     stream = str(tmp_path / "s.jsonl")
     write_jsonl(lossy(rows, 0.25, 4), stream)
     assert _check_equal(tmp_path, prog, stream, "spark", last=3) > 0
+
+
+def test_periodic_calendar_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
+    """examples/calendar.tdl (metric windows and periodic facts: the time domains as Spark
+    SQL, pmod), its last 3 ticks on Spark after the first on the driver."""
+    prog, stream = "examples/calendar.tdl", "examples/calendar.jsonl"
+    until = until_of(prog, stream)
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    api.ingest(lake, None, [stream])
+    api.run_range(lake, 0, until - 3, executor="local")
+    api.run_range(lake, until - 2, until, executor="spark")
+    ref = reference(prog, stream, until, all_=True)
+    for t in range(until + 1):
+        assert api_lines(lake, t, "all", "Alarm(X, T)") == ref[t], f"tick {t}"

@@ -369,3 +369,25 @@ def test_both_executors_agree_with_the_reference():
             assert seen == full, (engine, sorted(seen ^ full))
 
     check()
+
+
+@pytest.mark.parametrize("executor", ["local", "row"])
+def test_the_lake_equals_hypo_run_on_the_calendar(tmp_path, executor):
+    """The calendar example through the lake (the plan on the driver, the row engine): every
+    tick's answers, pending included, are `hypo run --all`'s; the streamed Maint fact is
+    quarantined (the Spark plan: tests/test_lake_spark.py)."""
+    from jobs import delta
+    from jobs import lake as api
+    from tests.lakehelp import api_lines, reference, until_of
+
+    prog, stream = str(ROOT / "examples/calendar.tdl"), str(ROOT / "examples/calendar.jsonl")
+    until = until_of(prog, stream)
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    api.ingest(lake, None, [stream])
+    api.run_range(lake, 0, until, executor=executor)
+    ref = reference(prog, stream, until, all_=True)
+    for t in range(until + 1):
+        assert api_lines(lake, t, "all", "Alarm(X, T)") == ref[t], f"tick {t}"
+    q = delta.read_arrow(f"{lake}/quarantine", "quarantine", columns=["reason_code", "raw"])
+    assert [r["reason_code"] for r in q.to_pylist()] == ["periodic_predicate"]
