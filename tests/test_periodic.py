@@ -391,3 +391,28 @@ def test_the_lake_equals_hypo_run_on_the_calendar(tmp_path, executor):
         assert api_lines(lake, t, "all", "Alarm(X, T)") == ref[t], f"tick {t}"
     q = delta.read_arrow(f"{lake}/quarantine", "quarantine", columns=["reason_code", "raw"])
     assert [r["reason_code"] for r in q.to_pylist()] == ["periodic_predicate"]
+
+
+@pytest.mark.parametrize("second,a_holds", [(5, True), (6, False), (999999999999999972, False)])
+def test_periods_whose_lcm_passes_64_bits_agree_on_both_executors(tmp_path, second, a_holds):
+    """Two 18-digit periods on one time variable: the CRT gives an lrp of 36 digits (period,
+    and offset when the congruences differ), past the columnar plans' 64-bit integers — the
+    executors still agree (only the first time of such an lrp is a reachable time)."""
+    (tmp_path / "p.tdl").write_text(
+        "Maint(wt1, 5 + 999999999999999989n).\n"
+        f"Crew(wt1, {second} + 999999999999999967n).\n#delay Hot = 1.\n"
+        "A(X, T) :- Hot(X, T), Maint(X, T), Crew(X, T).\n"
+        "B(X, T) :- Hot(X, T), Maint(X, T), not Crew(X, T).\n#query A(X, T).\n")
+    (tmp_path / "s.jsonl").write_text('{"tick": 5, "fact": "Hot(wt1, 5)"}\n')
+    outs = []
+    for engine in ENGINES:
+        for q in ("A(X, T)", "B(X, T)"):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                assert main(["run", str(tmp_path / "p.tdl"), "--stream", str(tmp_path / "s.jsonl"),
+                             "--query", q, "--engine", engine, "--format", "jsonl"]) == 0
+            outs.append(out.getvalue())
+    assert outs[:2] == outs[2:]
+    a_definite = '"status": "definite"' in outs[0]
+    b_definite = '"status": "definite"' in outs[1]
+    assert a_definite == a_holds and b_definite == (not a_holds)

@@ -1153,12 +1153,20 @@ def _kind(lay: Layout, c: str) -> str:
     return META_KINDS.get(c, OBJ)
 
 
+# above every value a time variable takes (times below 2^60, stream.MAX_TIME, plus program
+# offsets of at most 18 digits): an lrp's numbers past it (an offset, period or until made
+# by the CRT from two large periods) do not fit the plans' 64-bit integers, nor matter
+BEYOND = 1 << 62
+
+
 def lrp_cond(B, e, a: Lrp):
     """e ∈ a as a backend condition (003 §2's lrp with its constraints)."""
+    if a.offset >= BEYOND:
+        return B.lit(False, BOOL)
     cond = e >= B.lit(a.offset, INT)
-    if a.until is not None:
+    if a.until is not None and a.until < BEYOND:
         cond = cond & (e <= B.lit(a.until, INT))
-    if a.period == 0:
+    if a.period == 0 or a.period >= BEYOND:  # only its first time is reachable
         return cond & (e == B.lit(a.offset, INT))
     if a.period > 1:
         cond = cond & (B.pmod(e - B.lit(a.offset, INT), a.period) == B.lit(0, INT))
