@@ -89,8 +89,8 @@ class TimeDomain:
         allowed = at_least(self.allowed if self.allowed is not None else Lrp(lo, 1), lo)
         if allowed is None:
             return None
-        keep = tuple(e for e in self.excluded
-                     if at_least(e, allowed.offset) is not None and intersect(e, allowed))
+        keep = tuple(sorted({e2 for e2 in (at_least(e, allowed.offset) for e in self.excluded)
+                             if e2 is not None and intersect(e2, allowed)}, key=_key))
         d = TimeDomain(allowed, keep)
         if first(d) is None:
             return None
