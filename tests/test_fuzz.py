@@ -25,7 +25,8 @@ TOKENS = ["#query", "#delay", "#domain", "#rigid", "not", "¬", ":-", "->", "→
           ",", ".", "=", "/", "+", "-", "T", "X", "Y", "T+1", "T-1", "Hot", "Flag", "OK",
           "wt1", "0", "1", "2", "9" * 19, "1" + "0" * 4400, "%", "\n", " ", "\t", "\"",
           "'", "\x00", "\x1b[31m", "é", "😀", "[", "]", "{", "}",
-          "Boxminus", "⟐", "Diamondplus", "Since", "[1,2]", "[0,inf)", "*", "∞", "__"]
+          "Boxminus", "⟐", "Diamondplus", "Since", "[1,2]", "[0,inf)", "*", "∞", "__",
+          "Maint(wt1, 3 + 7n)", "n", "7n", "0n", " until ", "99", "Maint", "Crew(site, 4n)"]
 SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=list(HealthCheck))
 MEMORY = 64 * 2 ** 20  # bytes a single parse may allocate

@@ -416,3 +416,46 @@ def test_periods_whose_lcm_passes_64_bits_agree_on_both_executors(tmp_path, seco
     a_definite = '"status": "definite"' in outs[0]
     b_definite = '"status": "definite"' in outs[1]
     assert a_definite == a_holds and b_definite == (not a_holds)
+
+
+_NUM = st.one_of(st.integers(0, 12), st.integers(10 ** 17, 10 ** 18 - 1))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(facts=st.lists(st.tuples(st.sampled_from(["wt1", "wt2"]), _NUM,
+                                st.one_of(st.just(0), st.integers(1, 9), _NUM),
+                                st.one_of(st.none(), _NUM)), min_size=1, max_size=4),
+       k=st.integers(-2, 2), neg=st.booleans(), hot=st.sets(st.tuples(
+           st.sampled_from(["wt1", "wt2", "wt3"]), st.integers(0, 6)), max_size=8))
+def test_hostile_lrp_numbers_no_traceback_and_the_executors_agree(facts, k, neg, hot):
+    """Periodic facts with offsets, periods and bounds up to 18 digits (their CRT up to 36):
+    the program compiles or is refused with a location, and both executors print the same."""
+    lines = []
+    for c, b, a, until in facts:
+        time = str(b) if a == 0 else f"{b} + {a}n"
+        lines.append(f"Maint({c}, {time})" + (f" until {until}" if until is not None else "") + ".")
+    term = "T" if k == 0 else (f"T+{k}" if k > 0 else f"T-{-k}")
+    lines += ["#delay Hot = 1.", f"A(X, T) :- Hot(X, T), {'not ' if neg else ''}Maint(X, {term}).",
+              "#query A(X, T)."]
+    text = "\n".join(lines) + "\n"
+    try:
+        compile_program(text, "fuzz.tdl")
+    except ProgramError as e:
+        assert "fuzz.tdl:" in e.format()
+        return
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "p.tdl").write_text(text)
+        (Path(d) / "s.jsonl").write_text("".join(
+            f'{{"tick": {t}, "fact": "Hot({c}, {t})"}}\n' for c, t in sorted(hot, key=lambda x: x[1])))
+        outs = []
+        for engine in ENGINES:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(["run", str(Path(d) / "p.tdl"), "--stream", str(Path(d) / "s.jsonl"),
+                           "--engine", engine, "--format", "jsonl", "--all", "--until", "8"])
+            assert rc == 0 and "Traceback" not in err.getvalue(), err.getvalue()
+            outs.append(out.getvalue())
+        assert outs[0] == outs[1]
