@@ -35,11 +35,23 @@ def previous_model(B, prev) -> Optional[str]:
 
 
 def tick_confidence(cp, prev_info: Optional[str], tau: int, facts: Iterable,
-                    objs_all: list[dict]) -> Confidence:
-    """The model after tick τ, ready to give the confidences of S_τ's answers."""
+                    objs_all: list[dict], has_prev: bool = False) -> Confidence:
+    """The model after tick τ, ready to give the confidences of S_τ's answers.  A previous
+    state without its model row, or with one that does not load, is damage (LakeDamaged):
+    starting the model again would silently change every later confidence."""
+    from .damage import VERIFY_HINT
+    from .errors import LakeDamaged
+
     conf = Confidence(cp)
+    if has_prev and prev_info is None:
+        raise LakeDamaged(f"state tick={tau - 1}: no confidence model row (this lake was made "
+                          f"with --confidence); {VERIFY_HINT}")
     if prev_info:
-        conf.load(prev_info)
+        try:
+            conf.load(prev_info)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise LakeDamaged(f"state tick={tau - 1}: its confidence model row does not load "
+                              f"({type(e).__name__}: {str(e)[:120]}); {VERIFY_HINT}") from None
     conf.observe(tau, facts, objs_all)
     return conf
 

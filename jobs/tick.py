@@ -360,7 +360,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
                      B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
             conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau,
-                                              facts, objs_all)
+                                              facts, objs_all, has_prev=prev is not None)
             main = [o for o in objs_all if o["query"] == str(cp.main.atom)]
             if ctx.used == "row":
                 arows = confidence.answer_rows(main, conf)

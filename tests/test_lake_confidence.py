@@ -144,3 +144,15 @@ def test_lake_report_shows_calibration_and_the_arrival_model(tmp_path):
     api.ingest(plain, None, [stream])
     api.run_range(plain, 0, 3)
     assert lake_report(plain).calibration is None
+
+
+@pytest.mark.parametrize("info", [None, "{not json", '{"stats": [["Hot"]]}', '"text"'])
+def test_a_missing_or_damaged_model_row_is_damage_not_a_fresh_start(info):
+    from jobs.confidence import tick_confidence
+    from jobs.errors import LakeDamaged
+    from reasoning.compiler import compile_file
+
+    cp = compile_file(TURBINES)
+    with pytest.raises(LakeDamaged, match="state tick=4: .*hypo lake verify"):
+        tick_confidence(cp, info, 5, [], [], has_prev=True)
+    assert tick_confidence(cp, None, 0, [], []).model.stats == {}
