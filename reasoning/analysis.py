@@ -443,6 +443,18 @@ class Delays:
                 best = d.delay if best is None else max(best, d.delay)
         return self.default.get(pred, 0) if best is None else best
 
+    def governing(self, pred: str, args: tuple[str, ...]) -> int:
+        """Which `#delay` gives δ(p(c̄, t)): the index in patterns[pred] of the first of the
+        largest matching instance patterns, -1 for the predicate's default (the arrival
+        model's pattern keys, confidence.py)."""
+        best, idx = None, -1
+        if (pred, args) not in self.exact and pred not in self.wild:
+            return -1
+        for i, d in enumerate(self.patterns.get(pred, ())):
+            if d.matches(args) and (best is None or d.delay > best):
+                best, idx = d.delay, i
+        return idx
+
     def atom(self, pred: str, args: tuple[Optional[str], ...]) -> int:
         """δ of a possibly non-ground atom (None = variable): max over its instances."""
         if all(a is not None for a in args):

@@ -132,11 +132,7 @@ class ArrivalModel:
         """(pred, index of the instance pattern giving δ, -1 for the default)."""
         k = self._key.get((pred, args))
         if k is None:
-            best, idx = None, -1
-            for i, d in enumerate(self.delays.patterns.get(pred, ())):
-                if d.matches(args) and (best is None or d.delay > best):
-                    best, idx = d.delay, i
-            k = self._key[(pred, args)] = (pred, idx)
+            k = self._key[(pred, args)] = (pred, self.delays.governing(pred, args))
         return k
 
     def _st(self, key: tuple) -> _Stats:
