@@ -248,7 +248,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return 1 if s["missing_files"] else 0
         p = s["program"]
         out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
-                  f"{p['query']}\n")
+                  f"{p['query']}{', with confidence' if p.get('confidence') else ''}\n")
         out.write(f"  last tick: {s['last_tick']}   completed: "
                   f"{_ranges(s['completed_ticks']) or 'none'}")
         if s["incomplete_ticks"]:

@@ -462,7 +462,8 @@ def lake_status(lake: str) -> dict:
     last_row = done.get(last)
     return {
         "lake": L.root,
-        "program": {"file": info.get("file"), "hash": info["hash"], "query": info.get("main")},
+        "program": {"file": info.get("file"), "hash": info["hash"], "query": info.get("main"),
+                    "confidence": bool(info.get("confidence"))},
         "last_tick": last,
         "completed_ticks": sorted(done),
         "incomplete_ticks": incomplete,
