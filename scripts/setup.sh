@@ -33,7 +33,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   # without importing what follows)
   .venv/bin/python -c "import __main__; __main__.__file__ = 'setup-check'
 import lark, pyspark, deltalake, airflow, great_expectations, clingo, polars, meteor_reasoner" \
-    || { echo "setup: requirements did not install (see $LOG)" >&2; exit 1; }
+    >>"$LOG" 2>&1 || { echo "setup: requirements did not install (see $LOG)" >&2; exit 1; }
   echo "$WANT" > "$STAMP"
 fi
 export GX_ANALYTICS_ENABLED=false

@@ -74,3 +74,23 @@ def write_program(tmp, text: str, name: str = "p.tdl") -> str:
     with open(p, "w", encoding="utf-8") as fh:
         fh.write(text)
     return p
+
+
+def check_lake_equals_run(lake: str, program: str, stream: str, main: str,
+                          executor: str = "local", last: int = 0, what: str = "") -> int:
+    """A new lake for `program`, the stream ingested, every tick run (the last `last` ones
+    with `executor`, the earlier ones on the driver; last = 0: all with `executor`); every
+    tick's answers, pending included, must be `hypo run --all`'s.  Returns the last tick."""
+    from jobs import lake as api
+
+    until = until_of(program, stream)
+    api.init(lake, program)
+    api.ingest(lake, None, [stream])
+    first = max(0, until - last + 1) if last else 0
+    if first:
+        api.run_range(lake, 0, first - 1, executor="local")
+    api.run_range(lake, first, until, executor=executor)
+    ref = reference(program, stream, until, all_=True)
+    for t in range(until + 1):
+        assert api_lines(lake, t, "all", main) == ref[t], f"{what} tick {t}"
+    return until

@@ -18,8 +18,8 @@ from jobs import tick as tickjob
 from jobs.errors import ConcurrentTickError, InjectedFault, TickOrderError
 from jobs.generate import random_case, turbine_program, turbine_stream, write_jsonl
 from jobs.store import Lake
-from lakehelp import (api_lines, copy_lake, hypo, lake_lines, reference, until_of,
-                      write_program)
+from lakehelp import (api_lines, check_lake_equals_run, copy_lake, hypo, lake_lines,
+                      reference, until_of, write_program)
 from reasoning.compiler import compile_file
 from reasoning.engine import Engine
 from reasoning.patterns import Fact
@@ -223,14 +223,8 @@ def test_random_programs_equal_hypo_run(spark, tmp_path, seed, executor):
     prog = write_program(tmp_path, text)
     stream = str(tmp_path / "s.jsonl")
     write_jsonl(rows, stream)
-    until = until_of(prog, stream)
-    lake = str(tmp_path / "lake")
-    api.init(lake, prog)
-    api.ingest(lake, None, [stream])
-    api.run_range(lake, 0, until, executor=executor)
-    ref_all = reference(prog, stream, until, all_=True)
-    for t in range(until + 1):
-        assert api_lines(lake, t, "all", "B(X, T)") == ref_all[t], f"seed {seed} tick {t}"
+    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "B(X, T)", executor,
+                          what=f"seed {seed}")
 
 
 # ------------------------------------------------------------------ reliability
@@ -425,13 +419,5 @@ def test_confidence_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
 def test_periodic_calendar_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
     """examples/calendar.tdl (metric windows and periodic facts: the time domains as Spark
     SQL, pmod), its last 3 ticks on Spark after the first on the driver."""
-    prog, stream = "examples/calendar.tdl", "examples/calendar.jsonl"
-    until = until_of(prog, stream)
-    lake = str(tmp_path / "lake")
-    api.init(lake, prog)
-    api.ingest(lake, None, [stream])
-    api.run_range(lake, 0, until - 3, executor="local")
-    api.run_range(lake, until - 2, until, executor="spark")
-    ref = reference(prog, stream, until, all_=True)
-    for t in range(until + 1):
-        assert api_lines(lake, t, "all", "Alarm(X, T)") == ref[t], f"tick {t}"
+    check_lake_equals_run(str(tmp_path / "lake"), "examples/calendar.tdl",
+                          "examples/calendar.jsonl", "Alarm(X, T)", "spark", last=3)

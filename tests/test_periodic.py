@@ -377,18 +377,11 @@ def test_the_lake_equals_hypo_run_on_the_calendar(tmp_path, executor):
     tick's answers, pending included, are `hypo run --all`'s; the streamed Maint fact is
     quarantined (the Spark plan: tests/test_lake_spark.py)."""
     from jobs import delta
-    from jobs import lake as api
-    from tests.lakehelp import api_lines, reference, until_of
+    from tests.lakehelp import check_lake_equals_run
 
-    prog, stream = str(ROOT / "examples/calendar.tdl"), str(ROOT / "examples/calendar.jsonl")
-    until = until_of(prog, stream)
     lake = str(tmp_path / "lake")
-    api.init(lake, prog)
-    api.ingest(lake, None, [stream])
-    api.run_range(lake, 0, until, executor=executor)
-    ref = reference(prog, stream, until, all_=True)
-    for t in range(until + 1):
-        assert api_lines(lake, t, "all", "Alarm(X, T)") == ref[t], f"tick {t}"
+    check_lake_equals_run(lake, str(ROOT / "examples/calendar.tdl"),
+                          str(ROOT / "examples/calendar.jsonl"), "Alarm(X, T)", executor)
     q = delta.read_arrow(f"{lake}/quarantine", "quarantine", columns=["reason_code", "raw"])
     assert [r["reason_code"] for r in q.to_pylist()] == ["periodic_predicate"]
 
