@@ -10,11 +10,9 @@ key) but its input is the tick's answers, so it costs what `hypo run --confidenc
 """
 from __future__ import annotations
 
-import json
 from typing import Iterable, Optional
 
-from reasoning.confidence import Confidence, line_with_confidence
-from reasoning.explain import format_atom_answer
+from reasoning.confidence import Confidence
 
 MODEL = "model"
 
@@ -58,61 +56,3 @@ def tick_confidence(cp, prev_info: Optional[str], tau: int, facts: Iterable,
 
 def model_row(conf: Confidence) -> dict:
     return {"kind": MODEL, "info": conf.dump()}
-
-
-
-
-def answer_rows(objs: list[dict], conf: Optional[Confidence]) -> list[dict]:
-    """Rows of the answers table (before renaming: akey, skey, line) for answer objects,
-    with their confidence when `conf` is given."""
-    from reasoning.columnar.render import answer_key_text
-
-    out = []
-    for o in objs:
-        c = conf.of(o) if conf is not None else None
-        out.append({
-            "query": o["query"], "status": o["status"],
-            "substitution": json.dumps(o["substitution"], sort_keys=True, ensure_ascii=False),
-            "excluded": json.dumps(o["excluded"], sort_keys=True, ensure_ascii=False),
-            "excluded_combinations": json.dumps(o["excluded_combinations"], sort_keys=True,
-                                                ensure_ascii=False)
-            if "excluded_combinations" in o else None,
-            "evidence": o["evidence"], "hypotheses": o["hypotheses"],
-            "deadline": o["deadline"], "atom": format_atom_answer(o),
-            "akey": answer_key_text(o),
-            "skey": json.dumps(o, sort_keys=True, ensure_ascii=False),
-            "line": json.dumps(o, ensure_ascii=False) if c is None else
-            line_with_confidence(o, c),
-            "confidence": None if c is None else round(c, 3)})
-    return out
-
-
-def with_confidence(B, answers_df, main: list[dict], conf: Confidence):
-    """The renderer's answers frame (the main query's `objs`) with each answer's confidence
-    and its line as `hypo run --confidence` prints it: joined on the sort key."""
-    from reasoning.columnar.layout import FLOAT, OBJ
-
-    rows = []
-    for o in main:
-        c = conf.of(o)
-        rows.append({"_skey": json.dumps(o, sort_keys=True, ensure_ascii=False),
-                     "_line": line_with_confidence(o, c), "confidence": round(c, 3)})
-    cf = B.from_rows(rows, {"_skey": OBJ, "_line": OBJ, "confidence": FLOAT})
-    cols = [c for c in B.columns(answers_df) if c not in ("line", "confidence")]
-    out = B.select(B.join(answers_df, cf, ["skey"], ["_skey"]),
-                   [B.col(c) for c in cols] + [B.alias(B.col("_line"), "line"),
-                                               B.col("confidence")])
-    n, m = B.height(out), B.height(answers_df)
-    if n != m or n != len(rows):  # the renderer's sort key is json.dumps(obj, sort_keys=True)
-        raise RuntimeError(f"confidence: {n} of {m} rendered answers matched {len(rows)} "
-                           f"answer objects")
-    return out
-
-
-def answer_schema() -> dict:
-    from reasoning.columnar.layout import FLOAT, INT, OBJ, STRLIST
-
-    return {"query": OBJ, "status": OBJ, "substitution": OBJ, "excluded": OBJ,
-            "excluded_combinations": OBJ, "evidence": STRLIST, "hypotheses": STRLIST,
-            "deadline": INT, "atom": OBJ, "akey": OBJ, "skey": OBJ, "line": OBJ,
-            "confidence": FLOAT}

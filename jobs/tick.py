@@ -291,6 +291,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             bad_files: list[dict], tm: "Timer") -> dict:
     """Steps 1-4 up to (not including) the commits; returns what the commits need."""
     from reasoning.columnar.layout import FLOAT, INT, OBJ
+    from reasoning.gcpause import frozen_survivors
     from reasoning.patterns import Fact
 
     from . import confidence
@@ -329,8 +330,11 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     good = B.filter(v, B.is_null(code))
     # ---- 2./3. Algorithm 1
     conf_on = confidence.enabled(lake.program_info)
-    if ctx.used == "row":
-        state_df, answers_df, objs_all = _row_executor(B, ctx, prev, good, conf_on)
+    answers_df = None
+    if ctx.used == "row":  # objs: the main query's answers (every query's with confidence)
+        state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
+        if not conf_on:
+            answers_df = _answers_frame(B, objs)
     else:
         from reasoning.columnar import ColumnarEngine
         from reasoning.columnar.render import Renderer
@@ -345,28 +349,21 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         rep = eng.step(D, tau, snapshot=False, clean=True)
         ren = Renderer(eng)
         if conf_on:  # every query's answers, for the model; the main ones get confidences
-            from reasoning.gcpause import frozen_survivors
-
             lines = ren.lines(rep.frames, tau, True, True)
             with frozen_survivors():
-                objs_all = [json.loads(x) for x in lines]
-        answers_df = ren.lines(rep.frames, tau, False, True, table=True)
+                objs = [json.loads(x) for x in lines]
+        else:
+            answers_df = ren.lines(rep.frames, tau, False, True, table=True)
         state_df = state_frame(B, eng, cp)
     tm.lap(f"engine ({ctx.used})")
     if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
-        from reasoning.gcpause import frozen_survivors
-
         with frozen_survivors():
             facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
                      B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
             conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau,
-                                              facts, objs_all, has_prev=prev is not None)
-            main = [o for o in objs_all if o["query"] == str(cp.main.atom)]
-            if ctx.used == "row":
-                arows = confidence.answer_rows(main, conf)
-                answers_df = B.from_rows(arows, confidence.answer_schema()) if arows else None
-            elif answers_df is not None:
-                answers_df = confidence.with_confidence(B, answers_df, main, conf)
+                                              facts, objs, has_prev=prev is not None)
+            main_q = str(cp.main.atom)
+            answers_df = _answers_frame(B, [o for o in objs if o["query"] == main_q], conf)
             model = B.from_rows([confidence.model_row(conf)],
                                 {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
         state_df = B.concat([state_df, model])
@@ -435,14 +432,14 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
 
 def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     """Step 3 with the row engine on the driver (the reference): S_{τ-1} and D|τ collected,
-    Engine.step, S_τ and the answers back as frames with the same columns."""
+    Engine.step; S_τ as a frame with the same columns, and the answer objects of the main
+    query (of every query with all_queries), pending included."""
     from reasoning.columnar import ColumnarEngine
     from reasoning.engine import Engine
     from reasoning.explain import Explainer
     from reasoning.patterns import Fact
     from reasoning.session import answers_at
 
-    from .confidence import answer_rows, answer_schema
     from .state import (STATE_KINDS, answer_state_rows, check_meta, rows_to_answered,
                         rows_to_answers)
 
@@ -469,16 +466,45 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(good)]
     rep = eng.step(facts, tau)
     objs = answers_at(Explainer(eng), tau, rep.snapshot, all_queries, True, False)
-    if all_queries:  # the caller adds confidences and makes the answers frame
-        answers_df = None
-    else:
-        arows = answer_rows(objs, None)
-        answers_df = B.from_rows(arows, answer_schema()) if arows else None
     col = ColumnarEngine(cp)
     window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
     srows = answer_state_rows(col, list(eng.answers), window, cp, eng.answered.items())
     state_df = B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
-    return state_df, answers_df, objs
+    return state_df, objs
+
+
+def _answers_frame(B, objs: list[dict], conf=None):
+    """The answers table's columns (before renaming: akey, skey, line) of answer objects
+    (None if there are none), with their confidences when `conf` (reasoning/confidence.py
+    Confidence) is given: the row executor's, and any executor's in a lake made with
+    --confidence."""
+    from reasoning.columnar.layout import FLOAT, INT, OBJ, STRLIST
+    from reasoning.columnar.render import answer_key_text
+    from reasoning.confidence import line_with_confidence
+    from reasoning.explain import format_atom_answer
+
+    def dumps(x, **kw):
+        return json.dumps(x, ensure_ascii=False, **kw)
+
+    rows = []
+    for o in objs:
+        c = None if conf is None else conf.of(o)
+        rows.append({
+            "query": o["query"], "status": o["status"],
+            "substitution": dumps(o["substitution"], sort_keys=True),
+            "excluded": dumps(o["excluded"], sort_keys=True),
+            "excluded_combinations": dumps(o["excluded_combinations"], sort_keys=True)
+            if "excluded_combinations" in o else None,
+            "evidence": o["evidence"], "hypotheses": o["hypotheses"],
+            "deadline": o["deadline"], "atom": format_atom_answer(o),
+            "akey": answer_key_text(o), "skey": dumps(o, sort_keys=True),
+            "line": dumps(o) if c is None else line_with_confidence(o, c),
+            "confidence": None if c is None else round(c, 3)})
+    schema = {"query": OBJ, "status": OBJ, "substitution": OBJ, "excluded": OBJ,
+              "excluded_combinations": OBJ, "evidence": STRLIST, "hypotheses": STRLIST,
+              "deadline": INT, "atom": OBJ, "akey": OBJ, "skey": OBJ, "line": OBJ,
+              "confidence": FLOAT}
+    return B.from_rows(rows, schema) if rows else None
 
 
 def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto") -> dict:
