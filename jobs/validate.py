@@ -28,6 +28,7 @@ from reasoning.columnar.delays import COL, DelayPlan
 from reasoning.columnar.layout import BOOL, INT, OBJ
 from reasoning.compiler import CompiledProgram
 from reasoning.declared import IGNORED, declared_unused, did_you_mean
+from reasoning.stream import NOT_STREAMED
 
 from .dq import GX_COLUMNS, _label, expectations
 
@@ -75,12 +76,8 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
     checks = [
         (B.is_null(pred) | B.is_null(B.col("args")) | B.is_null(t), "wrong_type",
          lit("pred, args and time are required")),
-        (member(an.rigid), "rigid_predicate",
-         B.concat_str([pred, lit(" is a rigid predicate: its facts belong in the program")])),
-        (member(an.periodic), "periodic_predicate",
-         B.concat_str([pred, lit(" is a periodic predicate: its facts are given in the program (known in advance, never streamed)")])),
-        (member(an.idb), "idb_predicate",
-         B.concat_str([pred, lit(" is defined by rules (IDB); only EDB facts may arrive")])),
+        *[(member(preds), f"{kind}_predicate", B.concat_str([pred, lit(NOT_STREAMED[kind])]))
+          for kind, preds in (("rigid", an.rigid), ("periodic", an.periodic), ("idb", an.idb))],
         (member(unused) & (B.is_null(B.col("arity")) | (B.col("n_args") == B.col("arity"))),
          "ignored", lit(IGNORED)),
         (~member(set(edb) | set(unused)), "unknown_predicate",

@@ -89,16 +89,23 @@ def parse_fact_text(text: str, cp: CompiledProgram) -> Fact:
     return Fact(atom.pred, tuple(a.value for a in atom.args), atom.time.offset)  # type: ignore[union-attr]
 
 
+# why a fact of a predicate that never arrives on the stream is refused, after its name (the
+# lake's quarantine gives the same reasons: jobs/validate.py)
+NOT_STREAMED = {
+    "rigid": " is a rigid predicate: its facts belong in the program",
+    "periodic": " is a periodic predicate: its facts are given in the program (known in "
+                "advance, never streamed)",
+    "idb": " is defined by rules (IDB); only EDB facts may arrive",
+}
+
+
 def validate(cp: CompiledProgram, f: Fact, tick: int) -> Optional[str]:
     """Why fact f cannot be in D|tick (None if it can): unknown/IDB/rigid/periodic predicate, arity,
     time after arrival, or arrival later than its delay bound δ (no longer future-possible)."""
     an = cp.analysis
-    if f.pred in an.rigid:
-        return f"{f.pred} is a rigid predicate: its facts belong in the program"
-    if f.pred in an.periodic:
-        return f"{f.pred} is a periodic predicate: its facts are given in the program (known in advance, never streamed)"
-    if f.pred in an.idb:
-        return f"{f.pred} is defined by rules (IDB); only EDB facts may arrive"
+    for kind, preds in (("rigid", an.rigid), ("periodic", an.periodic), ("idb", an.idb)):
+        if f.pred in preds:
+            return f.pred + NOT_STREAMED[kind]
     if f.pred not in an.edb:
         unused = declared_unused(cp)
         if f.pred in unused:
