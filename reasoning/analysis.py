@@ -7,6 +7,7 @@ from typing import Iterable, Mapping, Optional
 
 from .errors import ProgramError
 from .syntax import Atom, Const, DelayDecl, Program, Rule, Span
+from .wellformed import periodic_predicates
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ def analyse(prog: Program, idb: Iterable[str], edb: Mapping[str, int],
         idb=idb,
         edb=dict(edb),
         rigid=dict(prog.rigid),
-        periodic=_periodic(prog),
+        periodic=periodic_predicates(prog),
         arities=dict(arities),
         edges=tuple(edges),
         nonrecursive=not recursive,
@@ -482,10 +483,3 @@ class Delays:
 def atom_delay_args(a: Atom) -> tuple[Optional[str], ...]:
     """Object arguments as constants or None (variables), for δ look-ups."""
     return tuple(t.value if isinstance(t, Const) else None for t in a.args)
-
-
-def _periodic(prog: Program) -> dict[str, int]:
-    """The periodic background predicates (wellformed.periodic_predicates)."""
-    from .wellformed import periodic_predicates
-
-    return periodic_predicates(prog)
