@@ -107,8 +107,20 @@ def io_floor(spark, lake: str, tick: int, prev_state_version: int) -> float:
     return dt
 
 
+def pin(master: str) -> None:
+    """Run this worker (and the JVM, Python workers and Polars threads it starts: they
+    inherit the affinity) on as many CPUs as local[N] names, so local[1] → local[2] measures
+    the whole job's scaling; without it Polars on the driver uses every CPU either way."""
+    n = int(master.strip("local[]") or 1)
+    cpus = sorted(os.sched_getaffinity(0))[:n]
+    os.sched_setaffinity(0, set(cpus))
+    os.environ["POLARS_MAX_THREADS"] = str(len(cpus))
+
+
 def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark",
-           confidence: bool = False) -> dict:
+           confidence: bool = False, pinned: bool = False) -> dict:
+    if pinned:
+        pin(master)
     os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
         "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * int(master.strip("local[]") or 1)))
     from jobs import lake as api
@@ -144,7 +156,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
     shutil.rmtree(lake, ignore_errors=True)
     return {"n": n, "master": master, "executor": executor + (", confidence" if confidence
                                                                else ""), "startup": startup,
-            "devices": devices, "ticks": rows}
+            "devices": devices, "ticks": rows, "pinned": pinned}
 
 
 def summarize(res: dict) -> dict:
@@ -160,7 +172,8 @@ def summarize(res: dict) -> dict:
         for k, v in r["phases"].items():
             phases[k] = phases.get(k, 0.0) + v / len(m)
     return {"n": res["n"], "master": res["master"] + ("" if res.get("executor") == "spark"
-                                                     else f" ({res.get('executor')})"),
+                                                     else f" ({res.get('executor')})")
+            + (" pinned" if res.get("pinned") else ""),
             "facts": facts, "seconds": sec,
             "facts_per_s": facts / sec if sec else 0.0, "floor": floor,
             "ratio": sec / floor if floor else None, "state_rows": m[-1]["state_rows"],
@@ -205,6 +218,9 @@ def main(argv=None) -> int:
     ap.add_argument("--executor", default="spark", help=argparse.SUPPRESS)
     ap.add_argument("--confidence", action="store_true",
                     help="lakes made with --confidence (answers with their confidence)")
+    ap.add_argument("--pin", action="store_true",
+                    help="run each configuration on N CPUs for local[N] (Spark, the Python "
+                         "workers and Polars alike)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -215,7 +231,7 @@ def main(argv=None) -> int:
     os.makedirs(workdir, exist_ok=True)
     if args.worker:
         print(json.dumps(worker(args.n, args.master, args.ticks, workdir, args.executor,
-                                args.confidence)))
+                                args.confidence, args.pin)))
         return 0
     results = []
     for n in args.sizes:
@@ -225,7 +241,8 @@ def main(argv=None) -> int:
                 p = subprocess.run([sys.executable, __file__, "--worker", "--n", str(n),
                                     "--master", m, "--ticks", str(args.ticks), "--workdir",
                                     workdir, "--executor", ex]
-                                   + (["--confidence"] if args.confidence else []),
+                                   + (["--confidence"] if args.confidence else [])
+                                   + (["--pin"] if args.pin else []),
                                    stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
                 if p.returncode != 0:
                     print(f"N={n} {m} {ex}: failed (exit {p.returncode})", file=sys.stderr)

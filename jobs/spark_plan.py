@@ -384,6 +384,9 @@ class SparkBackend:
     def select(self, df, items: list):
         return df.selectExpr(*self._items(items))
 
+    def select_cols(self, df, cols: list):
+        return self.select(df, list(cols))
+
     def drop(self, df, cols: Iterable[str]):
         cols = [c for c in cols if c in df.columns]
         return df.drop(*cols) if cols else df

@@ -126,8 +126,7 @@ class ColumnarEngine:
         return [vcol(x) for x in sorted(P)] + ["ev", "ng"]
 
     def _sel(self, df, cols: list[str]):
-        B = self.B
-        return B.select(df, [B.col(c) for c in cols])
+        return self.B.select_cols(df, list(cols))
 
     def partitions(self, k: int):
         return self.S[k].items()
