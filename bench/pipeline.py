@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -150,7 +151,11 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
                      "facts": s["counts"]["facts"], "accepted": s["counts"]["accepted"],
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
                      "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,
-                     "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None})
+                     "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None,
+                     # the driver's peak resident memory so far (Polars frames of the local
+                     # executor live there; the JVM's heap is HYPO_SPARK_DRIVER_MEMORY)
+                     "driver_peak_rss_gb": round(resource.getrusage(
+                         resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)})
         print(json.dumps({"n": n, "master": master, **rows[-1]}), file=sys.stderr, flush=True)
     spark.stop()
     shutil.rmtree(lake, ignore_errors=True)
@@ -179,20 +184,21 @@ def summarize(res: dict) -> dict:
             "ratio": sec / floor if floor else None, "state_rows": m[-1]["state_rows"],
             "cpu": cpu, "floor_cpu": statistics.median(fcpu) if fcpu else None,
             "answers": m[-1]["answers"], "first_tick": res["ticks"][0]["seconds"],
+            "driver_peak_rss_gb": res["ticks"][-1].get("driver_peak_rss_gb"),
             "phases": phases}
 
 
 def table(rows: list[dict]) -> str:
     head = (f"{'facts/tick':>10} {'master':>9} {'s/tick':>8} {'facts/s':>9} {'I/O floor s':>11} "
             f"{'ratio':>6} {'CPU s/tick':>10} {'floor CPU':>9} {'state rows':>10} "
-            f"{'answers':>8} {'tick 0 s':>8}")
+            f"{'answers':>8} {'tick 0 s':>8} {'peak GB':>7}")
     out = [head, "-" * len(head)]
     for r in rows:
         out.append(f"{int(r['facts']):>10} {r['master']:>9} {r['seconds']:>8.2f} "
                    f"{r['facts_per_s']:>9.0f} {r['floor'] or 0:>11.2f} "
                    f"{(r['ratio'] or 0):>6.1f} {r['cpu']:>10.1f} {r['floor_cpu'] or 0:>9.1f} "
                    f"{r['state_rows']:>10} {r['answers']:>8} "
-                   f"{r['first_tick']:>8.2f}")
+                   f"{r['first_tick']:>8.2f} {r.get('driver_peak_rss_gb') or 0:>7.1f}")
     out.append("")
     out.append("where the time goes (mean seconds per measured tick):")
     names = []

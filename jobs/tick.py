@@ -268,10 +268,11 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
     df = pl.read_parquet(paths, columns=cols + (["status"] if "status" not in cols else []))
     if df.height == 0:
         return 0, delta.digest_hex(0), {}
-    h = df.select(cols).hash_rows(seed=7)
-    acc = 0
-    for v in h.to_numpy():
-        acc ^= int(v)
+    import numpy as np
+
+    # XOR-reduced in numpy: the same bits as a Python loop over the rows (2.8 · 10⁶ state
+    # rows at 10⁶ facts a tick took ~0.5 s that way)
+    acc = int(np.bitwise_xor.reduce(df.select(cols).hash_rows(seed=7).to_numpy()))
     st = df.get_column("status").value_counts()
     return df.height, delta.digest_hex(acc), dict(zip(st.get_column("status").to_list(),
                                                       st.get_column("count").to_list()))

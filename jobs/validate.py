@@ -196,7 +196,11 @@ def gx_summary(B, df, cp: CompiledProgram, key: str, rows: int = 0) -> list[dict
         # ~30 jobs, 3-30 s, whatever the size)
         frame = frame.toPandas() if B.name == "spark" else frame.to_pandas()
         for c in ("time", "tick", "n_args", "arity", "latest"):
-            frame[c] = frame[c].astype("Int64")
+            # numpy int64 where a column has no null: GX's pandas engine compares that
+            # vectorised, but calls a Python function per row on the nullable Int64
+            # (ExpectColumnValuesToBeBetween: ~0.9 s per 10⁶ rows)
+            col = frame[c]
+            frame[c] = col.astype("int64") if not col.isna().any() else col.astype("Int64")
         bd, suite = _suite(cp, key, "pandas")
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         res = bd.get_batch(batch_parameters={"dataframe": frame}).validate(
