@@ -183,15 +183,25 @@ def exclusions(tp, ng) -> tuple[dict, list]:
     for name, isvar, x, off in tp.qvars:
         if isvar and off == 0:
             qname.setdefault(x, name)
-    excluded: dict[str, list] = {}
+    by_var: dict[int, list] = {}
     combos = []
     for n in ng:
         if len(n) == 1:
             v, c = n[0]
-            excluded.setdefault(qname.get(v, tp.names[v]), []).append(c)
+            got = by_var.get(v)
+            if got is None:
+                got = by_var[v] = []
+            got.append(c)
         else:
             combos.append({qname.get(v, tp.names[v]): c for v, c in n})
-    return ({k: sorted(v, key=str) for k, v in sorted(excluded.items())},
+    excluded: dict[str, list] = {}
+    for v, cs in by_var.items():
+        excluded.setdefault(qname.get(v, tp.names[v]), []).extend(cs)
+
+    def order(cs: list) -> list:  # by their text; strings (the usual case) sort as they are
+        return sorted(cs) if all(type(c) is str for c in cs) else sorted(cs, key=str)
+
+    return ({k: order(v) for k, v in sorted(excluded.items())},
             sorted(combos, key=lambda d: sorted(d.items())))
 
 

@@ -104,7 +104,31 @@ def encode_nogoods(ng: Iterable) -> list[str]:
 
 
 def decode_nogoods(items: Optional[Iterable[str]]) -> frozenset:
-    return frozenset(decode_nogood(s) for s in (items or ()))
+    return frozenset(decode_nogood_list(items)) if items else frozenset()
+
+
+def decode_nogood_list(items: Optional[Iterable[str]]) -> list:
+    """The nogoods of an `ng` list in its stored order (sorted: rendering keeps it, so
+    sorting hundreds of thousands of exclusions again costs a linear pass)."""
+    if not items:
+        return []
+    out: list = []
+    add = out.append
+    var: dict = {}  # the variable index of each prefix, parsed once
+    seen: set = set()
+    for s in items:
+        if s in seen:
+            continue
+        seen.add(s)
+        if s[0] == "*":
+            add(decode_nogood(s))
+            continue
+        v, _, c = s.partition(":")
+        i = var.get(v)
+        if i is None:
+            i = var[v] = int(v)
+        add(((i, c),))
+    return out
 
 
 # ---------------------------------------------------------------- rows <-> Answers
@@ -118,12 +142,14 @@ def answer_to_row(lay: Layout, a: Answer, exp, dlp, unb: bool, born: int) -> dic
     return row
 
 
-def row_to_answer(lay: Layout, row: dict) -> Answer:
+def row_to_answer(lay: Layout, row: dict, nogoods: bool = True) -> Answer:
+    """The row as an Answer (without its nogoods if not asked: a renderer decodes them in
+    order with decode_nogood_list)."""
     n = len(lay.kinds)
     b = tuple(row.get(vcol(i)) for i in range(n))
     ev = row["ev"]
     evs = frozenset(i for i in range(len(lay.tp.lits)) if ev >> i & 1)
-    return Answer(lay.tp.tid, b, evs, decode_nogoods(row["ng"]))
+    return Answer(lay.tp.tid, b, evs, decode_nogoods(row["ng"]) if nogoods else frozenset())
 
 
 def facts_by_pred(facts: Iterable[Fact]) -> dict[str, dict[str, list]]:

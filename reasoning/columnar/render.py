@@ -12,9 +12,10 @@ import json
 from typing import Optional
 
 from ..explain import DEFINITE, HYPOTHETICAL, PENDING, answer_object, static_horizons
+from ..gcpause import frozen_survivors
 from ..metric import aux_template
 from ..syntax import Const, Time
-from .layout import BOOL, INT, OBJ, decode_nogoods, vcol
+from .layout import BOOL, INT, OBJ, vcol
 from .unify import cover_spec, literal_vars
 
 BARE = r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$"
@@ -634,49 +635,55 @@ class Renderer:
 
     def _render_python(self, k: int, P, df, tau: int):
         """Rows with nogoods (X ∉ {…}): the object built like Explainer.render."""
-        from .layout import row_to_answer
-
-        B = self.B
-        eng = self.eng
-        tp = eng.templates[k]
-        lay = eng.layouts[k]
-        from ..explain import format_atom_answer
         from .layout import STRLIST
 
+        B = self.B
+        tp = self.eng.templates[k]
+        lay = self.eng.layouts[k]
         rows = []
-        table = self._table
-        for r in B.rows(df):
-            a = row_to_answer(lay, r)
-            obj = render_object(tp, a, tau, r["dl"])
-            row = {"grp": 0 if obj["query"] == self.main_q else 1,
-                   "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
-                   "line": json.dumps(obj, ensure_ascii=False),
-                   "akey": answer_key_text(obj), "status": obj["status"]}
-            if table:
-                row.update(query=obj["query"],
-                           substitution=json.dumps(obj["substitution"], sort_keys=True,
-                                                   ensure_ascii=False),
-                           excluded=json.dumps(obj["excluded"], sort_keys=True,
-                                               ensure_ascii=False),
-                           excluded_combinations=json.dumps(
-                               obj["excluded_combinations"], sort_keys=True, ensure_ascii=False)
-                           if "excluded_combinations" in obj else None,
-                           evidence=obj["evidence"], hypotheses=obj["hypotheses"],
-                           deadline=obj["deadline"], atom=format_atom_answer(obj))
-            rows.append(row)
+        with frozen_survivors():  # an answer may carry 10⁵–10⁶ exclusions (tuples, strings)
+            for r in B.rows(df):
+                rows.append(self._python_row(tp, lay, r, tau))
         self.stats["python_rows"] += len(rows)
         schema = {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ, "status": OBJ}
-        if table:
+        if self._table:
             schema.update(query=OBJ, substitution=OBJ, excluded=OBJ,
                           excluded_combinations=OBJ, evidence=STRLIST, hypotheses=STRLIST,
                           deadline=INT, atom=OBJ)
         return B.from_rows(rows, schema)
 
+    def _python_row(self, tp, lay, r: dict, tau: int) -> dict:
+        """One row with nogoods rendered by explain.answer_object (its nogoods decoded in
+        their stored, sorted order)."""
+        from ..explain import format_atom_answer
+        from .layout import decode_nogood_list, row_to_answer
 
-def render_object(tp, a, tick: int, deadline: Optional[int]) -> dict:
-    """explain.Explainer.render with the deadline given."""
+        a = row_to_answer(lay, r, nogoods=False)
+        obj = render_object(tp, a, tau, r["dl"], decode_nogood_list(r["ng"]))
+        row = {"grp": 0 if obj["query"] == self.main_q else 1,
+               "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
+               "line": json.dumps(obj, ensure_ascii=False),
+               "akey": answer_key_text(obj), "status": obj["status"]}
+        if self._table:
+            row.update(query=obj["query"],
+                       substitution=json.dumps(obj["substitution"], sort_keys=True,
+                                               ensure_ascii=False),
+                       excluded=json.dumps(obj["excluded"], sort_keys=True,
+                                           ensure_ascii=False),
+                       excluded_combinations=json.dumps(
+                           obj["excluded_combinations"], sort_keys=True, ensure_ascii=False)
+                       if "excluded_combinations" in obj else None,
+                       evidence=obj["evidence"], hypotheses=obj["hypotheses"],
+                       deadline=obj["deadline"], atom=format_atom_answer(obj))
+        return row
+
+
+def render_object(tp, a, tick: int, deadline: Optional[int], ng=None) -> dict:
+    """explain.Explainer.render with the deadline given (and the nogoods, if given, instead
+    of a.ng)."""
     st = DEFINITE if len(a.ev) == len(tp.lits) else (HYPOTHETICAL if a.ev else PENDING)
-    return answer_object(tp, a, a.b, a.ng, tick, st, None if st == DEFINITE else deadline)
+    return answer_object(tp, a, a.b, a.ng if ng is None else ng, tick, st,
+                         None if st == DEFINITE else deadline)
 
 
 def answer_key_text(obj: dict) -> str:
