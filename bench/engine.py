@@ -19,7 +19,8 @@ Workloads:
         --workload malfunction --format json
     .venv/bin/python bench/engine.py --engine columnar --devices 10000 --ticks 50 --e2e
 
-Goals are read from the printed figures (bench/README.md), never asserted in tests.
+Goals are read from the printed figures (README.md, "Tests and benchmarks"), never asserted
+in tests.
 """
 from __future__ import annotations
 
