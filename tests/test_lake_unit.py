@@ -13,7 +13,7 @@ import pytest
 from jobs import delta
 from jobs.generate import random_case, turbine_program
 from jobs.ingest import read_files
-from lakehelp import hypo, write_program
+from lakehelp import check_lake_equals_run, hypo, write_program
 from reasoning.compiler import compile_file, compile_program
 from reasoning.patterns import Fact
 
@@ -439,3 +439,23 @@ def test_report_window_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("HYPO_REPORT_TICKS", "many")
     with pytest.raises(LakeError, match="not a number"):
         report_window()
+
+
+def test_large_local_frames_are_written_as_parallel_files(tmp_path, monkeypatch):
+    """The local executor writes a large table as one file per CPU (threads): the lake still
+    equals `hypo run` at every tick, and a state version made of several files reads back
+    whole (forced here with a tiny split size)."""
+    from deltalake import DeltaTable
+
+    from jobs import tick as tick_mod
+
+    monkeypatch.setattr(tick_mod, "LOCAL_FILE_ROWS", 1)
+    monkeypatch.setattr(tick_mod.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    lake = str(tmp_path / "lake")
+    check_lake_equals_run(lake, "examples/wind_turbines.tdl", "examples/wind_turbines.jsonl",
+                          "OK(X, T)")
+    dirs: dict = {}
+    for f in DeltaTable(os.path.join(lake, "state")).file_uris():
+        d = os.path.dirname(f)
+        dirs[d] = dirs.get(d, 0) + 1
+    assert max(dirs.values()) == 3  # three CPUs: three files for a tick with ≥ 3 rows
