@@ -58,14 +58,14 @@ from __future__ import annotations
 import itertools
 import time as clock
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 import clingo
 
 from reasoning.compiler import CompiledProgram
 from reasoning.patterns import Fact
-from reasoning.syntax import Atom, Const, Literal, Program, Rule, Time, Var
+from reasoning.syntax import Atom, Const, Program, Rule, Time, Var
 
 AnswerKey = tuple  # tuple(sorted((query variable, value))) -- like reference.answers
 

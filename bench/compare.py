@@ -29,8 +29,7 @@ import time as clock
 from pathlib import Path
 from typing import Optional
 
-from bench.clingo_baseline import (ClingoProgram, Ours, Recompute, Watermark, fact_text,
-                                   max_delay)
+from bench.clingo_baseline import ClingoProgram, Ours, Recompute, Watermark, max_delay
 from reasoning.compiler import compile_program
 from reasoning.parser import parse_atom
 from reasoning.patterns import Fact

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Optional
 
 RULES = """Flag(X, T) :- Hot(X, T).
 Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).

@@ -4,7 +4,7 @@ and read by Spark — and, for tests, migration and the row engine, as row-engin
 from __future__ import annotations
 
 import json
-from typing import Iterable, Optional
+from typing import Iterable
 
 from reasoning.columnar.layout import (BOOL, INT, INTLIST, OBJ, STRLIST, acol,
                                        decode_nogoods, encode_nogoods, vcol)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
 from .errors import ProgramError
-from .syntax import Atom, Const, DelayDecl, Program, Rule, Span
+from .syntax import Atom, Const, DelayDecl, Program, Rule
 from .wellformed import periodic_predicates
 
 

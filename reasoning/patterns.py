@@ -11,7 +11,7 @@ from typing import NamedTuple, Optional, Union
 from .metric import AUX_PREFIX, render_aux
 from .periodic import TimeDomain
 from .preprocess import Query, Template
-from .syntax import Atom, Const, Literal, Time, Var
+from .syntax import Atom, Const, Time, Var
 
 Value = Union[str, int]
 Binding = tuple  # tuple[Optional[Value], ...]

@@ -7,7 +7,7 @@ atoms; one template ⟨θ, H⟩ per successful derivation, minimal hypothesis se
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
 from .analysis import SEARCH_CAP, blowup, search_size

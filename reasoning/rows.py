@@ -7,7 +7,7 @@ from typing import Any, Iterable, Optional
 
 from .compiler import CompiledProgram
 from .engine import Answer, Engine, TickReport
-from .explain import Explainer, status
+from .explain import status
 from .patterns import Fact
 
 # column -> type (documented in README "The lake tables: state")

@@ -34,7 +34,7 @@ from ..patterns import ETemplate, Fact, LitPattern, compile_templates
 from .backend import PolarsBackend
 from .delays import COL, CONST, DelayPlan
 from .exactrows import ExactPass
-from .layout import (BOOL, INT, MAX_LITERALS, META, META_KINDS, OBJ, Layout, acol,
+from .layout import (BOOL, INT, MAX_LITERALS, META_KINDS, OBJ, Layout, acol,
                      encode_nogoods, fact_schema, facts_by_pred, row_to_answer, vcol)
 from .unify import cover_spec, ground_under, literal_vars, match_spec
 from ..periodic import TimeDomain

@@ -197,7 +197,6 @@ class Renderer:
 
     def _head_key(self, k: int):
         eng = self.eng
-        B = self.B
         head = eng.templates[k].head
         st = eng.strat
         lvl, slope, phi = st.level.get(head.pred, 0), st.slope.get(head.pred, 0), \

@@ -6,7 +6,7 @@ keys, the filters and the new bindings as column expressions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from ..patterns import LitPattern
 from .layout import acol, vcol
