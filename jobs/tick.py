@@ -207,7 +207,7 @@ def _facts_files(ctx: TickContext) -> tuple[list[str], list[dict]]:
     return good, bad
 
 
-LOCAL_FILE_ROWS = 500_000  # the local executor splits a table's file above twice this
+LOCAL_FILE_ROWS = 250_000  # the local executor splits a table's file above twice this
 
 
 class LocalIO:
