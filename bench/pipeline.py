@@ -148,6 +148,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
         floor = io_floor(spark, lake, tau, s["prev_state_version"]) if tau > 0 else None
         floor_cpu = cpu_tree() - c0
         rows.append({"tick": tau, "seconds": sum(s["seconds"].values()), "phases": s["seconds"],
+                     "peak_gb_after": s.get("driver_peak_gb"),
                      "facts": s["counts"]["facts"], "accepted": s["counts"]["accepted"],
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
                      "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,

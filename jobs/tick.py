@@ -58,7 +58,8 @@ def format_atom(obj: dict) -> str:
 
 
 class Timer:
-    """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes)."""
+    """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes),
+    and the driver's peak resident memory after each phase (where the memory goes)."""
 
     def __init__(self):
         import time
@@ -66,11 +67,21 @@ class Timer:
         self._now = time.perf_counter
         self.t = self._now()
         self.phases: dict[str, float] = {}
+        self.peaks: dict[str, float] = {}
 
     def lap(self, name: str) -> None:
         t = self._now()
         self.phases[name] = round(self.phases.get(name, 0.0) + t - self.t, 4)
         self.t = t
+        try:
+            import resource
+
+            import sys
+
+            kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB (bytes on macOS)
+            self.peaks[name] = round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
+        except (ImportError, OSError):  # not a Unix: no figure
+            pass
 
 
 @dataclass
@@ -589,6 +600,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto") -> d
     lake.log(tau, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
     tm.lap("commits")
     summary["seconds"] = tm.phases
+    summary["driver_peak_gb"] = tm.peaks
     return summary
 
 
