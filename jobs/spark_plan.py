@@ -445,8 +445,8 @@ class SparkBackend:
     def agg_list(self, e) -> X:
         return fn("collect_list", e)
 
-    def agg_set(self, e) -> X:
-        return X(f"array_sort(collect_set({sql(e)}))")
+    def agg_distinct(self, e) -> X:
+        return fn("collect_set", e)
 
     def agg_sum(self, e) -> X:
         return fn("sum", e)

@@ -302,9 +302,10 @@ class PolarsBackend:
     def agg_list(self, e):
         return e.drop_nulls()
 
-    def agg_set(self, e):
-        """The distinct non-null values of a group, sorted (a list column)."""
-        return e.drop_nulls().unique().sort()
+    def agg_distinct(self, e):
+        """The distinct non-null values of a group (a list column, in no particular order:
+        its users normalise; sorting here tripled the cost of step 3's cover aggregate)."""
+        return e.drop_nulls().unique(maintain_order=True)
 
     def agg_sum(self, e):
         return e.sum()

@@ -975,8 +975,8 @@ class ColumnarEngine:
             agg = B.group_agg(C, ["_rid"], {
                 "_dt": B.agg_any(B.col("ldef") & B.is_null(B.col("eqv"))),
                 "_at": B.agg_any(B.is_null(B.col("eqv"))),
-                "_dv": B.agg_set(B.when(B.col("ldef"), B.col("eqv"), B.null(OBJ))),
-                "_av": B.agg_set(B.col("eqv")),
+                "_dv": B.agg_distinct(B.when(B.col("ldef"), B.col("eqv"), B.null(OBJ))),
+                "_av": B.agg_distinct(B.col("eqv")),
             })
             R = B.join(R, agg, ["_rid"], ["_rid"], how="left")
             R = B.with_columns(R, {
