@@ -78,7 +78,6 @@ class ColumnarEngine:
         self.full_seeds = self.tool.full_seeds
         self.main_qid = 0
         self.tau = -1
-        self._wcache = None  # (present, window facts by predicate) within one tick
         self.tpl_ng = [encode_nogoods(tp.nogoods) for tp in self.templates]
         self.S: list[dict] = [{} for _ in self.templates]  # template -> pattern -> frame
         self.W = {p: self.B.empty(fact_schema(n - 1, window=True)) for p, n in self.edb.items()}
@@ -180,20 +179,18 @@ class ColumnarEngine:
         rep.accepted = sum(B.height(d) for d in D.values()) if B.cheap_checks else -1
         if rep.duplicates:
             rep.duplicate_facts = self._duplicate_facts(cols, dup_frames)
-        present = {}
+        # W's facts by predicate, and present = D|τ ∪ W (disjoint: duplicates are gone)
+        window = {p: B.drop(w, ["wexp"]) for p, w in self.W.items() if not B.is_empty(w)}
+        present = dict(window)
         for p, d in D.items():
             w = self.W[p]
             present[p] = d if B.is_empty(w) else B.materialize(
                 B.concat([d, self._sel(w, B.columns(d))]))
-        for p, w in self.W.items():
-            if p not in present and not B.is_empty(w):
-                present[p] = B.drop(w, ["wexp"])
         # step 1(b) and 1(a)
-        self._wcache = None
         new: dict = {}
         for k in range(len(self.templates)):
             if self.full_seeds[k]:
-                self._step1_full(k, D, present, tau, new)
+                self._step1_full(k, D, present, window, tau, new)
             else:
                 self._step1b(k, D, present, tau, new)
                 for i in self.templates[k].pos:
@@ -203,7 +200,6 @@ class ColumnarEngine:
         for (k, P), frames in new.items():
             self._add(k, P, B.concat(frames),
                       fresh_only=self.full_seeds[k] and P == self.all_vars[k])
-        self._wcache = None
         # step 2
         for k in range(len(self.templates)):
             self._step2(k, tau, present)
@@ -633,17 +629,8 @@ class ColumnarEngine:
             for P2, M in self._local_mgus(k, E, P, None, D, present):
                 self._put(new, k, P2, self._finish(k, P2, M, tau))
 
-    def _window(self, present: dict, D: dict) -> dict:
-        """The window's facts by predicate (present minus D|τ), once per tick."""
-        got = self._wcache
-        if got is not None and got[0] is present:
-            return got[1]
-        B = self.B
-        out = {p: B.drop(w, ["wexp"]) for p, w in self.W.items() if not B.is_empty(w)}
-        self._wcache = (present, out)
-        return out
-
-    def _step1_full(self, k: int, D: dict, present: dict, tau: int, new: dict) -> None:
+    def _step1_full(self, k: int, D: dict, present: dict, window: dict, tau: int,
+                    new: dict) -> None:
         """Steps 1(a) and 1(b) for a template whose every positive literal binds all its
         variables: the facts of D|τ give the seeded bindings (one table for the tick); the
         ground answers they hit are exactly those with a seeded binding and an open seeded
@@ -666,7 +653,7 @@ class ColumnarEngine:
             # (disjoint from D|τ: duplicates are gone) is joined for the rest of E'
             Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))})
             Sd = B.with_columns(Sd, {"ev": B.col("smask")})
-            Sd = B.materialize(self._present_all(Sd, k, G, self._window(present, D)))
+            Sd = B.materialize(self._present_all(Sd, k, G, window))
         else:
             Sd = None
         # the ground partition: hits join the seeded bindings
