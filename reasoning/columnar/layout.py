@@ -104,31 +104,13 @@ def encode_nogoods(ng: Iterable) -> list[str]:
 
 
 def decode_nogoods(items: Optional[Iterable[str]]) -> frozenset:
-    return frozenset(decode_nogood_list(items)) if items else frozenset()
+    return frozenset(decode_nogood(s) for s in (items or ()))
 
 
 def decode_nogood_list(items: Optional[Iterable[str]]) -> list:
-    """The nogoods of an `ng` list in its stored order (sorted: rendering keeps it, so
-    sorting hundreds of thousands of exclusions again costs a linear pass)."""
-    if not items:
-        return []
-    out: list = []
-    add = out.append
-    var: dict = {}  # the variable index of each prefix, parsed once
-    seen: set = set()
-    for s in items:
-        if s in seen:
-            continue
-        seen.add(s)
-        if s[0] == "*":
-            add(decode_nogood(s))
-            continue
-        v, _, c = s.partition(":")
-        i = var.get(v)
-        if i is None:
-            i = var[v] = int(v)
-        add(((i, c),))
-    return out
+    """The distinct nogoods of an `ng` list in its stored order (sorted: a renderer keeps
+    it, so sorting hundreds of thousands of exclusions again is a linear pass)."""
+    return [decode_nogood(s) for s in dict.fromkeys(items or ())]
 
 
 # ---------------------------------------------------------------- rows <-> Answers
