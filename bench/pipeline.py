@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -147,16 +146,16 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
         c0 = cpu_tree()
         floor = io_floor(spark, lake, tau, s["prev_state_version"]) if tau > 0 else None
         floor_cpu = cpu_tree() - c0
+        peaks = s.get("driver_peak_gb") or {}  # after each phase of the tick
         rows.append({"tick": tau, "seconds": sum(s["seconds"].values()), "phases": s["seconds"],
-                     "peak_gb_after": s.get("driver_peak_gb"),
+                     "peak_gb_after": peaks,
                      "facts": s["counts"]["facts"], "accepted": s["counts"]["accepted"],
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
                      "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,
                      "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None,
                      # the driver's peak resident memory so far (Polars frames of the local
                      # executor live there; the JVM's heap is HYPO_SPARK_DRIVER_MEMORY)
-                     "driver_peak_rss_gb": round(resource.getrusage(
-                         resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)})
+                     "driver_peak_rss_gb": max(peaks.values()) if peaks else None})
         print(json.dumps({"n": n, "master": master, **rows[-1]}), file=sys.stderr, flush=True)
     spark.stop()
     shutil.rmtree(lake, ignore_errors=True)

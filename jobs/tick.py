@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -57,6 +58,12 @@ def format_atom(obj: dict) -> str:
     return format_atom_answer(obj)
 
 
+try:
+    import resource as _resource  # the driver's peak memory (Unix only)
+except ImportError:
+    _resource = None
+
+
 class Timer:
     """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes),
     and the driver's peak resident memory after each phase (where the memory goes)."""
@@ -73,15 +80,9 @@ class Timer:
         t = self._now()
         self.phases[name] = round(self.phases.get(name, 0.0) + t - self.t, 4)
         self.t = t
-        try:
-            import resource
-
-            import sys
-
-            kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB (bytes on macOS)
+        if _resource is not None:  # ru_maxrss: KiB (bytes on macOS)
+            kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss
             self.peaks[name] = round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
-        except (ImportError, OSError):  # not a Unix: no figure
-            pass
 
 
 @dataclass
