@@ -28,7 +28,7 @@ from reasoning.columnar.delays import COL, DelayPlan
 from reasoning.columnar.layout import BOOL, INT, OBJ
 from reasoning.compiler import CompiledProgram
 from reasoning.declared import IGNORED, declared_unused, did_you_mean
-from reasoning.stream import NOT_STREAMED
+from reasoning.stream import NOT_STREAMED, not_streamed
 
 from .dq import GX_COLUMNS, _label, expectations
 
@@ -77,7 +77,7 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
         (B.is_null(pred) | B.is_null(B.col("args")) | B.is_null(t), "wrong_type",
          lit("pred, args and time are required")),
         *[(member(preds), f"{kind}_predicate", B.concat_str([pred, lit(NOT_STREAMED[kind])]))
-          for kind, preds in (("rigid", an.rigid), ("periodic", an.periodic), ("idb", an.idb))],
+          for kind, preds in not_streamed(an)],
         (member(unused) & (B.is_null(B.col("arity")) | (B.col("n_args") == B.col("arity"))),
          "ignored", lit(IGNORED)),
         (~member(set(edb) | set(unused)), "unknown_predicate",

@@ -99,11 +99,17 @@ NOT_STREAMED = {
 }
 
 
+def not_streamed(an) -> list[tuple]:
+    """(kind, predicates) of the predicates whose facts never arrive on a stream, in the
+    order their reasons are checked (NOT_STREAMED[kind])."""
+    return [("rigid", an.rigid), ("periodic", an.periodic), ("idb", an.idb)]
+
+
 def validate(cp: CompiledProgram, f: Fact, tick: int) -> Optional[str]:
     """Why fact f cannot be in D|tick (None if it can): unknown/IDB/rigid/periodic predicate, arity,
     time after arrival, or arrival later than its delay bound δ (no longer future-possible)."""
     an = cp.analysis
-    for kind, preds in (("rigid", an.rigid), ("periodic", an.periodic), ("idb", an.idb)):
+    for kind, preds in not_streamed(an):
         if f.pred in preds:
             return f.pred + NOT_STREAMED[kind]
     if f.pred not in an.edb:
