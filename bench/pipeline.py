@@ -153,8 +153,9 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
                      "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,
                      "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None,
-                     # the driver's peak resident memory so far (Polars frames of the local
-                     # executor live there; the JVM's heap is HYPO_SPARK_DRIVER_MEMORY)
+                     # the driver's peak resident memory during the tick (Polars frames of
+                     # the local executor live there; the JVM's heap is
+                     # HYPO_SPARK_DRIVER_MEMORY)
                      "driver_peak_rss_gb": max(peaks.values()) if peaks else None})
         print(json.dumps({"n": n, "master": master, **rows[-1]}), file=sys.stderr, flush=True)
     spark.stop()
@@ -184,7 +185,8 @@ def summarize(res: dict) -> dict:
             "ratio": sec / floor if floor else None, "state_rows": m[-1]["state_rows"],
             "cpu": cpu, "floor_cpu": statistics.median(fcpu) if fcpu else None,
             "answers": m[-1]["answers"], "first_tick": res["ticks"][0]["seconds"],
-            "driver_peak_rss_gb": res["ticks"][-1].get("driver_peak_rss_gb"),
+            "driver_peak_rss_gb": max((t.get("driver_peak_rss_gb") or 0 for t in res["ticks"]),
+                                      default=None),
             "phases": phases}
 
 

@@ -291,9 +291,9 @@ def _ranges(xs: list[int]) -> str:
 
 
 def _library_error(e: Exception) -> bool:
-    """An error raised inside deltalake or pyarrow (reading a damaged lake)."""
+    """An error raised inside deltalake, pyarrow or Polars (reading a damaged lake)."""
     mod = type(e).__module__ or ""
-    return mod.startswith(("deltalake", "pyarrow", "_internal"))
+    return mod.startswith(("deltalake", "pyarrow", "polars", "_internal"))
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,

@@ -66,7 +66,9 @@ except ImportError:
 
 class Timer:
     """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes),
-    and the driver's peak resident memory after each phase (where the memory goes)."""
+    and the driver's peak resident memory during the tick after each phase (where the memory
+    goes): Linux's VmHWM, reset when the tick starts, so a process that runs many ticks
+    reports each tick's own peak; elsewhere the process's ru_maxrss."""
 
     def __init__(self):
         import time
@@ -75,14 +77,41 @@ class Timer:
         self.t = self._now()
         self.phases: dict[str, float] = {}
         self.peaks: dict[str, float] = {}
+        self._hwm = _reset_peak()
 
     def lap(self, name: str) -> None:
         t = self._now()
         self.phases[name] = round(self.phases.get(name, 0.0) + t - self.t, 4)
         self.t = t
-        if _resource is not None:  # ru_maxrss: KiB (bytes on macOS)
-            kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss
-            self.peaks[name] = round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
+        gb = _peak_gb(self._hwm)
+        if gb is not None:
+            self.peaks[name] = gb
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux ≥ 4.0); False elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_gb(hwm: bool) -> Optional[float]:
+    """The driver's peak resident memory in GiB: VmHWM since _reset_peak, or ru_maxrss."""
+    if hwm:
+        try:
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return round(int(line.split()[1]) / 2**20, 2)
+        except OSError:
+            pass
+    if _resource is None:
+        return None
+    kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss  # KiB (bytes on macOS)
+    return round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
 
 
 @dataclass
@@ -233,36 +262,57 @@ class LocalIO:
         self.B = PolarsBackend()
 
     def read(self, files: list[str], kind: str):
+        """Polars' own Parquet reader, conformed to the table's schema (a column missing from
+        older files reads as nulls): half the time and memory of pyarrow + from_arrow, which
+        holds the Arrow table and its Polars copy at once."""
         import polars as pl
 
-        schema = arrow_schema(kind, with_partitions=False)
-        tables = [delta._conform(pq.read_table(f), schema) for f in files]
-        t = pa.concat_tables(tables) if tables else schema.empty_table()
-        return pl.from_arrow(t)
+        target = _polars_schema(kind)
+        if not files:
+            return pl.DataFrame(schema=target)
+        df = pl.read_parquet(files, missing_columns="insert", hive_partitioning=False)
+        have = set(df.columns)
+        return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
+                          for c, t in target.items()])
 
     def checkpoint(self, df):
         return df
 
     def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
-        """One Parquet file, or for a large frame one per CPU written by parallel threads
-        (pyarrow encodes and compresses a file on one core, without the GIL)."""
+        """One Parquet file written by Polars (no Arrow copy of the frame), or for a large
+        frame one per CPU written by parallel threads."""
         from concurrent.futures import ThreadPoolExecutor
 
+        target = _polars_schema(kind)
+        df = df[list(target)]  # getitem: an eager select would align the columns' chunks
+        if df.schema != target:  # (a copy of the whole frame)
+            df = df.cast(target)
         n = df.height
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
             (os.cpu_count() or 1)
         k = max(1, min(cpus, n // LOCAL_FILE_ROWS))
-        if k == 1:
-            return [delta.write_file(table_dir, kind, df.to_arrow(), rel_dir, pv,
-                                     name=f"{name}.parquet")]
-        step = -(-n // k)
+        step = -(-n // k) if n else 0
 
         def one(i: int):
-            return delta.write_file(table_dir, kind, df.slice(i * step, step).to_arrow(),
-                                    rel_dir, pv, name=f"{name}-{i:03d}.parquet")
+            fname = f"{name}.parquet" if k == 1 else f"{name}-{i:03d}.parquet"
+            rel = os.path.join(rel_dir, fname)
+            os.makedirs(os.path.join(table_dir, rel_dir), exist_ok=True)
+            part = df if k == 1 else df.slice(i * step, step)
+            part.write_parquet(os.path.join(table_dir, rel), compression="snappy",
+                               statistics=True)
+            return delta.file_action(table_dir, rel, pv)
 
+        if k == 1:
+            return [one(0)]
         with ThreadPoolExecutor(k) as ex:
             return list(ex.map(one, range(k)))
+
+
+def _polars_schema(kind: str) -> dict:
+    """The Polars dtypes of a table's file columns (partition columns excluded)."""
+    import polars as pl
+
+    return dict(pl.from_arrow(arrow_schema(kind, with_partitions=False).empty_table()).schema)
 
 
 class SparkIO:
@@ -343,6 +393,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     window = B.filter(prev, (B.col("kind") == B.lit("fact", OBJ)) &
                       (B.col("wexp") > B.lit(tau, INT))) if prev is not None else None
     v = io.checkpoint(with_duplicates(B, v, window, tau))
+    del raw, window  # frames are released as soon as they are used: the driver's peak memory
     code = B.col("reason_code")
     cnt = B.rows(B.group_agg(B.select(v, [B.alias(B.coalesce([code, B.lit("", OBJ)]), "_code"),
                                           B.alias(B.lit(1, INT), "_one")]),
@@ -358,11 +409,15 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
     else:
         dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
+    q = _quarantine_frame(B, v) if n_rej + n_dup else None
     tm.lap(f"validate ({io.name} + GX)")
     fault("after_validate", tau)
     good = B.filter(v, B.is_null(code))
+    del v
     # ---- 2./3. Algorithm 1
     conf_on = confidence.enabled(lake.program_info)
+    has_prev = prev is not None
+    prev_model = confidence.previous_model(B, prev) if conf_on else None
     answers_df = None
     if ctx.used == "row":  # objs: the main query's answers (every query's with confidence)
         state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
@@ -375,11 +430,15 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         eng = ColumnarEngine(cp, backend=B)
         if prev is not None:
             load_state(B, eng, prev, tau - 1, cp)
+        del prev
         D = {p: B.select(B.filter(good, B.col("pred") == B.lit(p, OBJ)),
                          [B.alias(B.get_item(B.col("args"), i), f"a{i}")
                           for i in range(arity - 1)] + [B.alias(B.col("time"), "t")])
              for p, arity in sorted(eng.edb.items())}
+        if not conf_on:
+            del good
         rep = eng.step(D, tau, snapshot=False, clean=True)
+        del D
         ren = Renderer(eng)
         if conf_on:  # every query's answers, for the model; the main ones get confidences
             lines = ren.lines(rep.frames, tau, True, True)
@@ -388,13 +447,14 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         else:
             answers_df = ren.lines(rep.frames, tau, False, True, table=True)
         state_df = state_frame(B, eng, cp)
+        del eng, rep, ren
     tm.lap(f"engine ({ctx.used})")
     if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
         with frozen_survivors():
             facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
                      B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
-            conf = confidence.tick_confidence(cp, confidence.previous_model(B, prev), tau,
-                                              facts, objs, has_prev=prev is not None)
+            conf = confidence.tick_confidence(cp, prev_model, tau, facts, objs,
+                                              has_prev=has_prev)
             main_q = str(cp.main.atom)
             answers_df = _answers_frame(B, [o for o in objs if o["query"] == main_q], conf)
             model = B.from_rows([confidence.model_row(conf)],
@@ -405,7 +465,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     tag = f"{tau:08d}-{run}"
     state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
     q_dir = f"tick={tau}/stage=tick/r-{run}"
-    state_actions = io.write(B.select(state_df, [B.col(c_) for c_ in STATE_FILE_COLS]),
+    state_actions = io.write(B.select_cols(state_df, list(STATE_FILE_COLS)),
                              lake.path("state"), state_dir, "state", {"tick": str(tau)},
                              f"state-{tag}")
     tm.lap("write state")
@@ -419,24 +479,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         answer_actions = io.write(B.select(answers_df, items), lake.path("answers"), ans_dir,
                                   "answers", {"tick": str(tau)}, f"answers-{tag}")
     tm.lap("write answers")
+    del state_df, answers_df
     q_actions = []
-    if n_rej + n_dup:
-        from reasoning.columnar.render import BARE
-
-        def cfmt(e):
-            return B.when(B.str_matches(e, BARE), e, B.concat_str(
-                [B.lit('"', OBJ), B.str_replace(B.str_replace(e, "\\", "\\\\"), '"', '\\"'),
-                 B.lit('"', OBJ)]))
-
-        raw_txt = B.concat_str([B.col("pred"), B.lit("(", OBJ), B.list_join(B.list_concat(
-            B.list_eval(B.coalesce([B.col("args"), B.empty_list()]), cfmt),
-            B.typed_list([B.coalesce([B.to_str(B.col("time")), B.lit("?", OBJ)])], OBJ)), ", "),
-            B.lit(")", OBJ)])
-        q = B.select(B.filter(v, B.not_null(code) & (code != B.lit("ignored", OBJ))), [
-            B.col("reason_code"), B.col("reason"), B.col("source"), B.col("line"),
-            B.alias(B.coalesce([raw_txt, B.lit("", OBJ)]), "raw"),
-            B.alias(B.null(INT), "raw_bytes"), B.col("pred"), B.col("args"), B.col("time"),
-            B.col("batch")])
+    if q is not None:
         q_actions = io.write(q, lake.path("quarantine"), q_dir, "quarantine",
                              {"tick": str(tau), "stage": "tick"}, f"quarantine-{tag}")
     if bad_files:
@@ -461,6 +506,29 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     return {"state_actions": state_actions, "answer_actions": answer_actions,
             "quarantine_actions": q_actions, "dq": dq, "counts": counts,
             "state_digest": sdig, "answers_digest": adig}
+
+
+def _quarantine_frame(B, v):
+    """The slice's rejected and duplicate rows (not `ignored`) as quarantine rows, with the
+    fact's text rebuilt from its columns."""
+    from reasoning.columnar.layout import INT, OBJ
+    from reasoning.columnar.render import BARE
+
+    def cfmt(e):
+        return B.when(B.str_matches(e, BARE), e, B.concat_str(
+            [B.lit('"', OBJ), B.str_replace(B.str_replace(e, "\\", "\\\\"), '"', '\\"'),
+             B.lit('"', OBJ)]))
+
+    code = B.col("reason_code")
+    raw_txt = B.concat_str([B.col("pred"), B.lit("(", OBJ), B.list_join(B.list_concat(
+        B.list_eval(B.coalesce([B.col("args"), B.empty_list()]), cfmt),
+        B.typed_list([B.coalesce([B.to_str(B.col("time")), B.lit("?", OBJ)])], OBJ)), ", "),
+        B.lit(")", OBJ)])
+    return B.select(B.filter(v, B.not_null(code) & (code != B.lit("ignored", OBJ))), [
+        B.col("reason_code"), B.col("reason"), B.col("source"), B.col("line"),
+        B.alias(B.coalesce([raw_txt, B.lit("", OBJ)]), "raw"),
+        B.alias(B.null(INT), "raw_bytes"), B.col("pred"), B.col("args"), B.col("time"),
+        B.col("batch")])
 
 
 def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):

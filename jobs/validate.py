@@ -180,37 +180,60 @@ def _suite(cp: CompiledProgram, key: str, kind: str):
 
 
 GX_LOCAL_MAX = int(os.environ.get("HYPO_LAKE_GX_LOCAL_MAX", "200000"))
+GX_CHUNK_ROWS = int(os.environ.get("HYPO_LAKE_GX_CHUNK_ROWS", "2000000"))
 
 
 def gx_summary(B, df, cp: CompiledProgram, key: str, rows: int = 0) -> list[dict]:
     """The expectation suite of jobs/dq.py run by Great Expectations on the frame's
     GX_COLUMNS: by its Spark execution engine for a slice of more than GX_LOCAL_MAX rows on
-    the Spark executor, else with pandas on the driver."""
-    import contextlib
-    import io
-
+    the Spark executor, else with pandas on the driver, GX_CHUNK_ROWS rows at a time (GX's
+    pandas engine holds several copies of what it checks: ~0.9 GB per 10⁶ rows at once)."""
     frame = B.select(df, [B.col(c) for c in GX_COLUMNS])
     if B.name == "spark" and rows > GX_LOCAL_MAX:
         bd, suite = _suite(cp, key, "spark")
-    else:  # a small slice: its six checked columns on the driver (GX's Spark engine costs
-        # ~30 jobs, 3-30 s, whatever the size)
-        frame = frame.toPandas() if B.name == "spark" else frame.to_pandas()
-        for c in ("time", "tick", "n_args", "arity", "latest"):
-            # numpy int64 where a column has no null: GX's pandas engine compares that
-            # vectorised, but calls a Python function per row on the nullable Int64
-            # (ExpectColumnValuesToBeBetween: ~0.9 s per 10⁶ rows)
-            col = frame[c]
-            frame[c] = col.astype("int64") if not col.isna().any() else col.astype("Int64")
-        bd, suite = _suite(cp, key, "pandas")
+        return _summary([_validate(bd, suite, frame)])
+    # a small slice: its six checked columns on the driver (GX's Spark engine costs ~30 jobs,
+    # 3-30 s, whatever the size)
+    bd, suite = _suite(cp, key, "pandas")
+    if B.name == "spark":
+        return _summary([_validate(bd, suite, _int64(frame.toPandas()))])
+    step = max(1, GX_CHUNK_ROWS)
+    return _summary([_validate(bd, suite, _int64(frame.slice(i, step).to_pandas()))
+                     for i in range(0, max(frame.height, 1), step)])
+
+
+def _int64(pdf):
+    """Integer columns as numpy int64 where they have no null: GX's pandas engine compares
+    those vectorised, but calls a Python function per row on the nullable Int64
+    (ExpectColumnValuesToBeBetween: ~0.9 s per 10⁶ rows)."""
+    for c in ("time", "tick", "n_args", "arity", "latest"):
+        col = pdf[c]
+        pdf[c] = col.astype("int64") if not col.isna().any() else col.astype("Int64")
+    return pdf
+
+
+def _validate(bd, suite, frame):
+    import contextlib
+    import io
+
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        res = bd.get_batch(batch_parameters={"dataframe": frame}).validate(
+        return bd.get_batch(batch_parameters={"dataframe": frame}).validate(
             suite, result_format={"result_format": "BASIC"})
-    out = []
-    for r in res.results:
-        typ, kw = _label(r.expectation_config)
-        rr = r.result or {}
-        out.append({"expectation": typ, "kwargs": kw,
-                    "element_count": rr.get("element_count", 0),
-                    "unexpected_count": rr.get("unexpected_count", 0),
-                    "success": bool(r.success)})
+
+
+def _summary(results: list) -> list[dict]:
+    """One summary row per expectation, summed over the chunks validated (an expectation
+    without `mostly` succeeds when no row of any chunk is unexpected)."""
+    acc: dict = {}
+    for res in results:
+        for r in res.results:
+            typ, kw = _label(r.expectation_config)
+            rr = r.result or {}
+            got = acc.setdefault((typ, kw), {"expectation": typ, "kwargs": kw,
+                                             "element_count": 0, "unexpected_count": 0,
+                                             "success": True})
+            got["element_count"] += rr.get("element_count", 0) or 0
+            got["unexpected_count"] += rr.get("unexpected_count", 0) or 0
+            got["success"] = got["success"] and bool(r.success)
+    out = list(acc.values())
     return sorted(out, key=lambda s: (s["expectation"], s["kwargs"]))

@@ -184,6 +184,15 @@ def test_dq_reasons_are_those_of_hypo_run():
                   if s["unexpected_count"]}
     assert unexpected["expect_column_values_to_be_in_set"] == 2
     assert unexpected["expect_column_pair_values_to_be_equal"] == 1
+    # a large slice is validated in chunks (bounded memory): the same summary, summed
+    import jobs.validate as jv
+
+    old = jv.GX_CHUNK_ROWS
+    try:
+        jv.GX_CHUNK_ROWS = 3
+        assert gx_summary(B, out, cp, "k") == summary
+    finally:
+        jv.GX_CHUNK_ROWS = old
 
 
 # ------------------------------------------------------------------ CLI errors (no Spark)
