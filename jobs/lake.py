@@ -253,13 +253,14 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     Spark or on the driver (executor auto | spark | local), or the row engine on the driver
     (row, the reference); commits via delta-rs (jobs/tick.py)."""
     from . import tick as tickjob
-    from .spark import session
+    from .spark import planned_master, session
 
     L = Lake(lake).require()
     L.check_program(program)
     _ = L.program
     tickjob.preflight(L, tick)
-    return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor))
+    return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor),
+                            master=planned_master(master))
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,

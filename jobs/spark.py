@@ -80,6 +80,19 @@ def active():
     return SparkSession.getActiveSession()
 
 
+def planned_master(master: Optional[str] = None) -> str:
+    """The master a session(master) call would run on, without starting Spark: the running
+    session's (if any and none is asked for), else master, HYPO_SPARK_MASTER or the
+    default."""
+    if master:
+        return master
+    if "pyspark.sql" in sys.modules:  # a session can only be running if pyspark is loaded
+        cur = sys.modules["pyspark.sql"].SparkSession.getActiveSession()
+        if cur is not None:
+            return cur.sparkContext.master
+    return os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
+
+
 def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = None):
     """The process's Spark session: reused if one is running (its master wins unless a
     different one is asked for explicitly, which restarts it)."""

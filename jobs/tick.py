@@ -17,9 +17,11 @@ table) → S_τ and the main query's answers, as one Spark plan with no Python o
 
 Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
 `local` runs the same plan on Polars in the driver (Spark's fixed cost per stage makes a
-small tick take seconds there, milliseconds here); `auto` (default) picks `local` up to
-HYPO_LAKE_LOCAL_MAX rows of S_{τ-1} + D|τ and `spark` above; `row` runs step 3 with the row
-engine on the driver (the reference, for comparison).  The tables are the same.
+small tick take seconds there, milliseconds here); `auto` (default) picks `local` while the
+tick fits the driver's memory on a local Spark master (where Spark would run on the same
+cores, 15× slower at 10⁶ facts), and on a cluster master up to HYPO_LAKE_LOCAL_MAX rows of
+S_{τ-1} + D|τ, `spark` above (choose_executor); `row` runs step 3 with the row engine on the
+driver (the reference, for comparison).  The tables are the same.
 """
 from __future__ import annotations
 
@@ -121,6 +123,7 @@ class TickContext:
     run: str
     cp: CompiledProgram
     executor: str = "auto"
+    master: str = ""  # the Spark master a Spark executor would run on (choose_executor)
     used: str = ""
     versions: dict = field(default_factory=dict)  # table -> version read at start
     tables: dict = field(default_factory=dict)  # table -> DeltaTable at that version
@@ -360,14 +363,54 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
                                                       st.get_column("count").to_list()))
 
 
+LOCAL_BYTES_PER_ROW = 600  # the local executor's peak driver memory per row of S_{τ-1} + D|τ
+LOCAL_MEMORY_SHARE = 0.75  # of the memory available when the tick starts
+
+
 def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
-    """auto: the plan on the driver (Polars) for small ticks, on Spark for large ones
-    (HYPO_LAKE_LOCAL_MAX rows of S_{τ-1} + D|τ, default 500 000: Spark's fixed cost per
-    stage makes small ticks take seconds there; the same plan on Polars takes milliseconds)."""
+    """auto: the plan on the driver (Polars) or on Spark.  HYPO_LAKE_LOCAL_MAX, if set: the
+    driver up to that many rows of S_{τ-1} + D|τ.  Otherwise, on a local master (local,
+    local[N]: Spark would share the driver's cores, and its per-stage cost makes it 15×
+    slower at 10⁶ facts a tick) the driver while the tick's estimated peak (measured
+    ~0.4 KB a row at 10⁶ facts; LOCAL_BYTES_PER_ROW with a margin) fits LOCAL_MEMORY_SHARE
+    of the memory available; on a cluster master the driver up to 500 000 rows."""
     if ctx.executor != "auto":
         return ctx.executor
-    limit = int(os.environ.get("HYPO_LAKE_LOCAL_MAX", "500000"))
-    return "local" if prev_rows + fact_rows <= limit else "spark"
+    rows = prev_rows + fact_rows
+    env = os.environ.get("HYPO_LAKE_LOCAL_MAX")
+    if env:
+        return "local" if rows <= int(env) else "spark"
+    master = ctx.master or ""
+    if master == "local" or master.startswith("local["):
+        avail = available_memory()
+        if avail is None:
+            return "local" if rows <= 500_000 else "spark"
+        return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
+    return "local" if rows <= 500_000 else "spark"
+
+
+def available_memory() -> Optional[int]:
+    """Bytes this process may still allocate: MemAvailable, capped by the cgroup's limit
+    (a container's memory.max less what the cgroup uses); None where neither is known."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            lim = fh.read().strip()
+        if lim != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                free = int(lim) - int(fh.read().strip())
+            avail = free if avail is None else min(avail, free)
+    except (OSError, ValueError):
+        pass
+    return avail
 
 
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
@@ -608,9 +651,11 @@ def _answers_frame(B, objs: list[dict], conf=None):
     return B.from_rows(rows, schema) if rows else None
 
 
-def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto") -> dict:
+def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
+             master: str = "") -> dict:
     """One tick, committed phase by phase (see module doc); returns the tick's summary.
-    spark: returns the Spark session (called only if the tick runs on Spark)."""
+    spark: returns the Spark session (called only if the tick runs on Spark); master: the
+    master it runs on (for `auto`)."""
     lake.require()
     if executor not in EXECUTORS:
         raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
@@ -618,7 +663,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto") -> d
     cp = lake.program
     tm = Timer()
     run = uuid.uuid4().hex[:12]
-    ctx = TickContext(lake, tau, run, cp, executor)
+    ctx = TickContext(lake, tau, run, cp, executor, master)
     # versions read at the start: every commit of this run is conditional on them
     for k in ("facts", "state", "answers", "quarantine", "dq"):
         ctx.tables[k] = lake.table(k)

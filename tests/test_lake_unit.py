@@ -468,3 +468,34 @@ def test_large_local_frames_are_written_as_parallel_files(tmp_path, monkeypatch)
         d = os.path.dirname(f)
         dirs[d] = dirs.get(d, 0) + 1
     assert max(dirs.values()) == 3  # three CPUs: three files for a tick with ≥ 3 rows
+
+
+# ------------------------------------------------------------------ executor choice
+def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
+    """auto on a local master: the driver (Polars) while the tick's estimated peak fits the
+    memory available, Spark beyond; on a cluster master the 500 000-row rule;
+    HYPO_LAKE_LOCAL_MAX overrides both; a forced executor is kept."""
+    import jobs.tick as tk
+
+    monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX", raising=False)
+    monkeypatch.setattr(tk, "available_memory", lambda: 8 * 2**30)
+
+    def pick(master, rows, executor="auto"):
+        ctx = tk.TickContext(None, 3, "r", None, executor, master)
+        return tk.choose_executor(ctx, rows, 0)
+
+    fits = int(0.75 * 8 * 2**30 / tk.LOCAL_BYTES_PER_ROW)
+    assert pick("local[2]", 1_000_000) == "local"
+    assert pick("local", fits) == "local"
+    assert pick("local[*]", fits + 1) == "spark"
+    assert pick("spark://head:7077", 500_000) == "local"
+    assert pick("spark://head:7077", 500_001) == "spark"
+    assert pick("local[2]", 10, "spark") == "spark"
+    monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "100")
+    assert pick("local[2]", 101) == "spark" and pick("local[2]", 100) == "local"
+    monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX")
+    monkeypatch.setattr(tk, "available_memory", lambda: None)
+    assert pick("local[2]", 500_001) == "spark"
+    monkeypatch.undo()
+    got = tk.available_memory()
+    assert got is None or got > 0
