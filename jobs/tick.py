@@ -363,17 +363,20 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
                                                       st.get_column("count").to_list()))
 
 
-LOCAL_BYTES_PER_ROW = 600  # the local executor's peak driver memory per row of S_{τ-1} + D|τ
-LOCAL_MEMORY_SHARE = 0.75  # of the memory available when the tick starts
+# the local executor's peak driver memory per row of S_{τ-1} + D|τ: measured 410 B at 10⁶
+# facts a tick (3.8 · 10⁶ rows, 1.55 GB over the process's 0.6 GB), 280 B at 10⁷ (3.8 · 10⁷
+# rows, 10.7 GB) with bench/pipeline.py
+LOCAL_BYTES_PER_ROW = 400
+LOCAL_MEMORY_SHARE = 0.8  # of the memory available when the tick starts
 
 
 def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     """auto: the plan on the driver (Polars) or on Spark.  HYPO_LAKE_LOCAL_MAX, if set: the
     driver up to that many rows of S_{τ-1} + D|τ.  Otherwise, on a local master (local,
     local[N]: Spark would share the driver's cores, and its per-stage cost makes it 15×
-    slower at 10⁶ facts a tick) the driver while the tick's estimated peak (measured
-    ~0.4 KB a row at 10⁶ facts; LOCAL_BYTES_PER_ROW with a margin) fits LOCAL_MEMORY_SHARE
-    of the memory available; on a cluster master the driver up to 500 000 rows."""
+    slower at 10⁶ facts a tick) the driver while the tick's estimated peak
+    (LOCAL_BYTES_PER_ROW) fits LOCAL_MEMORY_SHARE of the memory available; on a cluster
+    master the driver up to 500 000 rows."""
     if ctx.executor != "auto":
         return ctx.executor
     rows = prev_rows + fact_rows

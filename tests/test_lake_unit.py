@@ -484,7 +484,7 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
         ctx = tk.TickContext(None, 3, "r", None, executor, master)
         return tk.choose_executor(ctx, rows, 0)
 
-    fits = int(0.75 * 8 * 2**30 / tk.LOCAL_BYTES_PER_ROW)
+    fits = int(tk.LOCAL_MEMORY_SHARE * 8 * 2**30 / tk.LOCAL_BYTES_PER_ROW)
     assert pick("local[2]", 1_000_000) == "local"
     assert pick("local", fits) == "local"
     assert pick("local[*]", fits + 1) == "spark"
