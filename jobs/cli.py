@@ -23,7 +23,7 @@ USAGE_EXAMPLES = """examples:
   hypo lake history 'OK(wt2, 1)'
   hypo lake status
   hypo lake report --from 0 --to 8 --out report.html      # one self-contained HTML file
-  hypo lake verify                                       # logs, files, ticks log
+  hypo lake verify [--deep]                              # logs, files, ticks log
 """
 
 
@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="check every table's log and files and the ticks log; exit 1 if "
                             "anything is damaged, with what to do")
     v.add_argument("--format", choices=["text", "json"], default="text")
+    v.add_argument("--deep", action="store_true",
+                   help="also decode every data file (damage inside a file whose size and "
+                        "footer are intact); reads the whole lake")
     m = sub.add_parser("migrate", parents=[common],
                        help="convert a lake written by an earlier version to this layout")
     m.add_argument("--master")
@@ -223,7 +226,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.cmd == "verify":
         from .verify import verify
 
-        r = verify(lake)
+        r = verify(lake, deep=args.deep)
         if args.format == "json":
             out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
         else:
@@ -291,9 +294,9 @@ def _ranges(xs: list[int]) -> str:
 
 
 def _library_error(e: Exception) -> bool:
-    """An error raised inside deltalake, pyarrow or Polars (reading a damaged lake)."""
+    """An error raised inside deltalake, pyarrow, Polars or Spark (reading a damaged lake)."""
     mod = type(e).__module__ or ""
-    return mod.startswith(("deltalake", "pyarrow", "polars", "_internal"))
+    return mod.startswith(("deltalake", "pyarrow", "polars", "pyspark", "py4j", "_internal"))
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,

@@ -145,9 +145,10 @@ def first_log_problem(table_path: str) -> Optional[str]:
 
 
 def data_file_problem(full: str, size: Optional[int] = None,
-                      rows: Optional[int] = None) -> Optional[str]:
+                      rows: Optional[int] = None, deep: bool = False) -> Optional[str]:
     """Why a data file referenced by a table cannot be used (None: present, the size the log
-    recorded, a readable Parquet footer with the recorded row count)."""
+    recorded, a readable Parquet footer with the recorded row count; with deep, every data
+    page decodes too — damage inside a file of the right size with an intact footer)."""
     try:
         st = os.stat(full)
     except FileNotFoundError:
@@ -162,6 +163,12 @@ def data_file_problem(full: str, size: Optional[int] = None,
         return f"the file is not readable Parquet ({str(e).splitlines()[0][:160]})"
     if rows is not None and md.num_rows != rows:
         return f"the file has {md.num_rows} rows, the log recorded {rows}"
+    if deep:
+        try:
+            pq.read_table(full)
+        except Exception as e:  # noqa: BLE001 - any decoding error means "damaged inside"
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            return f"the file's data cannot be decoded ({first})"
     return None
 
 

@@ -59,11 +59,11 @@ def damaged_log(path: str, version: Optional[int], e: BaseException) -> LakeDama
     return LakeDamaged(f"{why}; {damage.VERIFY_HINT}")
 
 
-def damaged_file(path: str, version: Optional[int], full: str, why: str) -> LakeDamaged:
+def damaged_file(path: str, version: Optional[int], full: str, why: str,
+                 hint: str = damage.VERIFY_HINT) -> LakeDamaged:
     """The error of a data file a table refers to that is missing or unreadable."""
     at = f" version {version}" if version is not None else ""
-    return LakeDamaged(f"{damage.label(path)}{at}: {damage.rel(full, path)}: {why}; "
-                       f"{damage.VERIFY_HINT}")
+    return LakeDamaged(f"{damage.label(path)}{at}: {damage.rel(full, path)}: {why}; {hint}")
 
 
 def create_table(path: str, kind: str, metadata: Optional[dict] = None) -> None:

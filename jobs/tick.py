@@ -678,7 +678,12 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
     lake.log(tau, run, "start", facts_version=ctx.versions["facts"], prev_state_version=prev_v)
     tm.lap("plan (delta logs)")
-    r = compute(spark, ctx, prev_files, facts_files, bad_files, tm)
+    try:
+        r = compute(spark, ctx, prev_files, facts_files, bad_files, tm)
+    except Exception as e:  # a reader failed inside a file: name the file, not the library
+        if (type(e).__module__ or "").startswith(("polars", "pyarrow", "pyspark", "py4j")):
+            _damaged_input(ctx, prev_v, prev_files, facts_files)
+        raise
     fault("after_compute", tau)
     md = {"tick": str(tau), "run": run, "program": cp.text_hash}
     what = f"tick {tau} is being written by another run"
@@ -719,6 +724,22 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     summary["seconds"] = tm.phases
     summary["driver_peak_gb"] = tm.peaks
     return summary
+
+
+def _damaged_input(ctx: TickContext, prev_v: int, prev_files: list[str],
+                   facts_files: list[str]) -> None:
+    """After a failed compute: raise LakeDamaged naming the first input file whose data does
+    not decode (its size and footer were checked before the tick started), if any."""
+    for kind, version, files in (("state", prev_v, prev_files),
+                                 ("facts", ctx.versions.get("facts"), facts_files)):
+        for full in files:
+            why = damage.data_file_problem(full, deep=True)
+            if why:
+                where = (f"S_{ctx.tau - 1}, which tick {ctx.tau} starts from" if kind == "state"
+                         else f"slice {ctx.tau}")
+                raise delta.damaged_file(ctx.lake.path(kind), version, full,
+                                         f"{why} ({where})", damage.VERIFY_HINT.replace(
+                                             "verify`", "verify --deep`"))
 
 
 def _rows_of(files: list[str]) -> int:

@@ -68,9 +68,9 @@ def _file_todo(kind: str, pv: dict) -> str:
     return "restore it from a backup (the ticks log records which ticks completed)"
 
 
-def _file_problems(L: Lake, kind: str, dt) -> tuple[list[Problem], int]:
+def _file_problems(L: Lake, kind: str, dt, deep: bool = False) -> tuple[list[Problem], int]:
     """Every data file of the table's current version: present, the recorded size, a
-    readable Parquet footer with the recorded row count."""
+    readable Parquet footer with the recorded row count (deep: and data that decodes)."""
     path = L.path(kind)
     out = []
     adds = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
@@ -78,7 +78,7 @@ def _file_problems(L: Lake, kind: str, dt) -> tuple[list[Problem], int]:
              c.startswith("partition.")]
     for a in adds:
         full = os.path.join(path, a["path"])
-        why = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
+        why = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"), deep)
         if why:
             pv = {p: a.get(f"partition.{p}") for p in parts}
             out.append(Problem(damage.label(path), dt.version(), damage.rel(full, path), why,
@@ -137,8 +137,9 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
     return out
 
 
-def verify(lake: str) -> dict:
-    """Every problem of the lake (empty list: nothing damaged) and what was checked."""
+def verify(lake: str, deep: bool = False) -> dict:
+    """Every problem of the lake (empty list: nothing damaged) and what was checked (deep:
+    every data file of the tables' current versions is decoded, not only its footer)."""
     L = Lake(lake)
     if not os.path.isdir(L.meta_dir) and not any(os.path.isdir(L.path(t)) for t in TABLES):
         L.require()  # LakeMissing: no lake here at all
@@ -163,7 +164,7 @@ def verify(lake: str) -> dict:
                                     "restore the table's _delta_log from a backup"))
             continue
         heads[kind] = dt
-        fp, n = _file_problems(L, kind, dt)
+        fp, n = _file_problems(L, kind, dt, deep)
         problems += fp
         checked[damage.label(path)] = {"version": dt.version(), "files": n}
     if "ticks" in heads and not any(p.table == "_hypo/ticks" for p in problems):

@@ -237,7 +237,8 @@ class Session:
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
 
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
-        """The current lines as a Polars frame (grp, skey, line, akey, status) for --changes."""
+        """The current lines as a Polars frame (grp, skey, line, akey, status) for --changes
+        (in no particular order)."""
         import polars as pl
 
         from .columnar.render import answer_key_text

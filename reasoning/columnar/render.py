@@ -354,9 +354,10 @@ class Renderer:
               include_pending: bool = False, with_keys: bool = False, table: bool = False):
         """The printed answer set of tick τ (main query unless all_queries), sorted as
         `hypo run` prints it: (query ≠ main, json.dumps(obj, sort_keys=True)).  With
-        with_keys: a frame of (grp, skey, line, akey, status) instead of the list; with
-        table: the lake's answers-table columns (unsorted).  Only the answers asked for are
-        rendered (memo on the frames and the options)."""
+        with_keys: a frame of (grp, skey, line, akey, status) instead of the list, unsorted
+        (--changes sorts what it prints); with table: the lake's answers-table columns
+        (unsorted).  Only the answers asked for are rendered (memo on the frames and the
+        options)."""
         B = self.B
         memo = self._memo
         opts = (tau, table, all_queries, include_pending)
@@ -368,12 +369,9 @@ class Renderer:
             self._memo = (frames, opts, out)
         if out is None or (B.cheap_checks and B.is_empty(out)):
             return [] if not (with_keys or table) else None
-        if table:
+        if table or with_keys:
             return out
-        out = B.sort(out, ["grp", "skey"])
-        if with_keys:
-            return out
-        return B.column_list(out, "line")
+        return B.column_list(B.sort(out, ["grp", "skey"]), "line")
 
     def _render_all(self, frames: dict, tau: int, every: bool, pending: bool = True):
         """The rendered answers of every query (or of the main one), pending ones included if
