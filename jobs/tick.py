@@ -273,10 +273,14 @@ class LocalIO:
         target = _polars_schema(kind)
         if not files:
             return pl.DataFrame(schema=target)
-        df = pl.read_parquet(files, missing_columns="insert", hive_partitioning=False)
-        have = set(df.columns)
-        return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
-                          for c, t in target.items()])
+
+        def one(f: str):  # files may differ (a producer's extra or missing columns)
+            df = pl.read_parquet(f, hive_partitioning=False)
+            have = set(df.columns)
+            return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
+                              for c, t in target.items()])
+
+        return pl.concat([one(f) for f in files], how="vertical", rechunk=False)
 
     def checkpoint(self, df):
         return df

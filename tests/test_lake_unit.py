@@ -499,3 +499,25 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     monkeypatch.undo()
     got = tk.available_memory()
     assert got is None or got > 0
+
+
+def test_local_reader_conforms_files_of_different_schemas(tmp_path):
+    """The local executor reads a partition's files one by one into the table's schema: a
+    producer's file with a narrower integer type, missing optional columns or extra ones is
+    read like Spark reads it (nulls for the missing, extra columns ignored)."""
+    import polars as pl
+
+    from jobs.tick import LocalIO
+
+    a, b = str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")
+    pl.DataFrame({"pred": ["Hot"], "args": [["wt1"]],
+                  "time": pl.Series([1], dtype=pl.Int32)}).write_parquet(a)
+    pl.DataFrame({"pred": ["Hot"], "args": [["wt2"]], "time": [2], "source": ["s"],
+                  "line": [3], "batch": ["b"], "extra": [1]}).write_parquet(b)
+    for files in ([a, b], [b, a]):
+        df = LocalIO().read(files, "facts")
+        assert df.columns == ["pred", "args", "time", "source", "line", "batch"]
+        assert df.schema["time"] == pl.Int64
+        assert sorted(df.get_column("time").to_list()) == [1, 2]
+        assert df.get_column("source").null_count() == 1
+    assert LocalIO().read([], "facts").height == 0
