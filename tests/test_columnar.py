@@ -80,6 +80,23 @@ def test_example13(forget):
     assert_same_run(cp, stream, 8, forget)
 
 
+def test_exclusions_render_as_columns():
+    """An answer with single-variable exclusions (Example 13's `OK(X, T)` for X ∉ {…}) is
+    rendered by the string plan, not the Python object builder: same lines, no Python row."""
+    cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
+    st_ = read_stream_file(str(EXAMPLES / "wind_turbines.jsonl"), cp)
+    stream = {t: [f for f, _ in v] for t, v in st_.slices.items()}
+    row, col = Session(cp, engine="row"), Session(cp, engine="columnar")
+    seen = 0
+    for tau in range(9):
+        row.step(stream.get(tau, []), tau)
+        col.step(stream.get(tau, []), tau)
+        lines = col.lines(True, True)
+        assert lines == row.lines(True, True), tau
+        seen += sum('"excluded": {"' in x for x in lines)
+    assert seen > 0 and col.renderer.stats["python_rows"] == 0
+
+
 RARE = """#query A(X, T).
 #delay E = 1.
 #delay F = 1.

@@ -3,8 +3,11 @@ Explainer.render, same bytes) built as string columns, and the deadlines (explai
 Explainer.deadline) as joins over the answers of the negated hypotheses' predicates, one wave
 per order key of the T-stratification (the answers a deadline depends on have smaller keys).
 
-Rows that carry nogoods (few: the "X ∉ {…}" answers of step 3) render their `excluded` part
-in Python; everything else is string concatenation over columns.
+Everything is string concatenation over columns, the `excluded` lists of single-variable
+nogoods (the "X ∉ {…}" answers of step 3, up to 10⁶–10⁷ constants in one answer) included
+on Polars; rows with nogoods over several variables (`excluded_combinations`), rows with
+periodic time domains, and rows with nogoods on Spark are built in Python (explain.py's
+objects).
 """
 from __future__ import annotations
 
@@ -503,12 +506,20 @@ class Renderer:
             return [self._render_python(k, P, df, tau)]
         has_ng = eng.may_ng[k] and (not B.cheap_checks or B.any_nonempty_list(df, "ng"))
         out = []
+        exc = None
         if has_ng:
-            ng_rows = B.filter(df, B.list_len(B.col("ng")) > B.lit(0, INT))
-            df = B.filter(df, B.list_len(B.col("ng")) == B.lit(0, INT))
-            out.append(self._render_python(k, P, ng_rows, tau))
+            names = self._exclusion_names(k, P) if B.name == "polars" else None
+            slow = B.list_len(B.col("ng")) > B.lit(0, INT)
+            if names is not None:  # single-variable nogoods render as columns; `*` (combos)
+                slow = slow & B.list_any_prefix(B.col("ng"), "*")  # in Python
+                exc = self._excluded_exprs(names)
+            ng_rows = B.filter(df, slow)
+            df = B.filter(df, ~slow)
+            if not (B.cheap_checks and B.is_empty(ng_rows)):
+                out.append(self._render_python(k, P, ng_rows, tau))
         if B.is_empty(df):
             return out
+        exc_obj = exc[0] if exc else B.lit("{}", OBJ)
         special = True
         st = B.when(B.col("ev") == B.lit(full, INT), B.lit(DEFINITE, OBJ),
                     B.when(B.col("ev") != B.lit(0, INT), B.lit(HYPOTHETICAL, OBJ),
@@ -532,30 +543,74 @@ class Renderer:
         sub_sort = self._sub_expr(k, P, True, special)
         line = B.concat_str([B.lit(f'{{"tick": {tau}, "query": {q}, "status": "', OBJ), B.col("_st"),
                              B.lit('", "substitution": ', OBJ), sub_line,
-                             B.lit(', "excluded": {}, "evidence": ', OBJ), evj,
-                             B.lit(', "hypotheses": ', OBJ), hyj,
+                             B.lit(', "excluded": ', OBJ), exc_obj, B.lit(', "evidence": ', OBJ),
+                             evj, B.lit(', "hypotheses": ', OBJ), hyj,
                              B.lit(', "deadline": ', OBJ), dlt, B.lit("}", OBJ)])
         skey = B.concat_str([B.lit('{"deadline": ', OBJ), dlt, B.lit(', "evidence": ', OBJ), evj,
-                             B.lit(', "excluded": {}, "hypotheses": ', OBJ), hyj,
+                             B.lit(', "excluded": ', OBJ), exc_obj,
+                             B.lit(', "hypotheses": ', OBJ), hyj,
                              B.lit(f', "query": {q}, "status": "', OBJ), B.col("_st"),
                              B.lit('", "substitution": ', OBJ), sub_sort,
                              B.lit(f', "tick": {tau}}}', OBJ)])
-        akey = self._akey_expr(k, P, q, special)
+        akey = self._akey_expr(k, P, q, special, exc[1] if exc else None)
         grp = B.lit(0 if str(tp.query.atom) == self.main_q else 1, INT)
         items = [B.col(c) for c in keep] + [
             B.alias(grp, "grp"), B.alias(skey, "skey"), B.alias(line, "line"),
             B.alias(akey, "akey"), B.alias(B.col("_st"), "status")]
         if self._table:
             items += [B.alias(B.lit(str(tp.query.atom), OBJ), "query"),
-                      B.alias(sub_sort, "substitution"), B.alias(B.lit("{}", OBJ), "excluded"),
+                      B.alias(sub_sort, "substitution"), B.alias(exc_obj, "excluded"),
                       B.alias(B.null(OBJ), "excluded_combinations"),
                       B.alias(B.col("_ev"), "evidence"), B.alias(B.col("_hy"), "hypotheses"),
-                      B.alias(B.col("dl"), "deadline"), B.alias(self._atom(k, P), "atom")]
+                      B.alias(B.col("dl"), "deadline"),
+                      B.alias(self._atom(k, P, exc[2] if exc else None), "atom")]
         out.append(B.select(df, items))
         return out
 
-    def _atom(self, k: int, P):
-        """format_atom_answer relationally (rows without exclusions)."""
+    def _exclusion_names(self, k: int, P) -> Optional[list]:
+        """[(printed name, variable)] of the variables of pattern P's rows that may carry
+        single-variable nogoods, sorted by name (explain.exclusions' naming); None when two
+        variables would print under one name (their lists merge: the Python path)."""
+        tp = self.eng.templates[k]
+        qname: dict = {}
+        for name, isvar, x, off in tp.qvars:
+            if isvar and off == 0:
+                qname.setdefault(x, name)
+        got = [(qname.get(v, tp.names[v]), v)
+               for v in range(len(self.eng.layouts[k].kinds)) if v not in P]
+        if len({n for n, _ in got}) != len(got):
+            return None
+        return sorted(got)
+
+    def _excluded_exprs(self, names: list) -> tuple:
+        """explain.exclusions of rows whose nogoods are all single-variable (`v:c`), as
+        Polars expressions: the `excluded` JSON object, its items as answer_key_text writes
+        them, and format_atom_answer's `X ∉ {…}` conditions (empty: none).  Each variable's
+        constants are distinct and sorted by code point, as sorted() sorts str."""
+        import polars as pl
+
+        B = self.B
+        obj, key, atom = [], [], []
+        for name, v in names:
+            pref = f"{v}:"
+            vals = pl.col("ng").list.eval(pl.element().filter(
+                pl.element().str.starts_with(pref)).str.slice(len(pref)).unique().sort())
+            has = vals.list.len() > 0
+            jl = vals.list.eval(B.json_str(pl.element())).list.join(", ")
+            nm = json.dumps(name, ensure_ascii=False)
+            obj.append(pl.when(has).then(pl.concat_str([pl.lit(nm + ": ["), jl, pl.lit("]")])))
+            key.append(pl.when(has).then(pl.concat_str([pl.lit("[" + nm + ", ["), jl,
+                                                        pl.lit("]]")])))
+            atom.append(pl.when(has).then(pl.concat_str(
+                [pl.lit(f"{name} ∉ {{"), vals.list.join(", "), pl.lit("}")])))
+        return (pl.concat_str([pl.lit("{"), pl.concat_str(obj, separator=", ", ignore_nulls=True),
+                               pl.lit("}")]),
+                pl.concat_str(key, separator=", ", ignore_nulls=True),
+                pl.concat_str(atom, separator=", ", ignore_nulls=True))
+
+    def _atom(self, k: int, P, conds=None):
+        """format_atom_answer relationally (conds: the rows' `X ∉ {…}` conditions, or
+        none)."""
         B = self.B
         tp = self.eng.templates[k]
         q = tp.query.atom
@@ -587,7 +642,11 @@ class Renderer:
             else:
                 parts.append(B.lit(tv if tv else str(q.time.offset), OBJ))
         parts.append(B.lit(")", OBJ))
-        return B.concat_str(parts)
+        atom = B.concat_str(parts)
+        if conds is None:
+            return atom
+        return B.when(conds == B.lit("", OBJ), atom,
+                      B.concat_str([atom, B.lit(" for ", OBJ), conds]))
 
     def _special(self, df, P, k: int) -> bool:
         """Some bound object value holds a control character (needs \\uXXXX escapes)."""
@@ -617,8 +676,9 @@ class Renderer:
         parts.append(B.lit("}", OBJ))
         return B.concat_str(parts)
 
-    def _akey_expr(self, k: int, P, q: str, special: bool):
-        """answer_key_text relationally: [query, [[name, value], …], []]."""
+    def _akey_expr(self, k: int, P, q: str, special: bool, exc=None):
+        """answer_key_text relationally: [query, [[name, value], …], [[name, [c, …]], …]]
+        (exc: the exclusions' items, or none)."""
         B = self.B
         names, vals = self._substitution(k, P, True)
         parts: list = [B.lit("[" + q + ", [", OBJ)]
@@ -627,7 +687,10 @@ class Renderer:
             parts.append(B.lit(("" if i == 0 else ", ") + "[" + json.dumps(name) + ", ", OBJ))
             parts.append(self._jstr(B.col(vcol(v[1])), special) if isinstance(v, tuple) else v)
             parts.append(B.lit("]", OBJ))
-        parts.append(B.lit("], []]", OBJ))
+        if exc is None:
+            parts.append(B.lit("], []]", OBJ))
+        else:
+            parts += [B.lit("], [", OBJ), exc, B.lit("]]", OBJ)]
         return B.concat_str(parts)
 
     def _render_python(self, k: int, P, df, tau: int):
