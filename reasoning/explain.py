@@ -175,14 +175,21 @@ def format_atom_answer(obj: dict) -> str:
     return s
 
 
-def exclusions(tp, ng) -> tuple[dict, list]:
-    """An answer's nogoods as printed: the single-variable ones as `excluded` ({name: sorted
-    constants}), the others as `excluded_combinations`; a variable is named after the query
-    variable it is, where it is one."""
+def printed_name(tp):
+    """The name an answer's variable prints under (in `excluded`, `periodic`): the query
+    variable it is, where it is one, else its own name."""
     qname: dict = {}
     for name, isvar, x, off in tp.qvars:
         if isvar and off == 0:
             qname.setdefault(x, name)
+    return lambda v: qname.get(v, tp.names[v])
+
+
+def exclusions(tp, ng) -> tuple[dict, list]:
+    """An answer's nogoods as printed: the single-variable ones as `excluded` ({name: sorted
+    constants}), the others as `excluded_combinations`; a variable is named after the query
+    variable it is, where it is one."""
+    name_of = printed_name(tp)
     by_var: dict[int, list] = {}
     combos = []
     for n in ng:
@@ -193,10 +200,10 @@ def exclusions(tp, ng) -> tuple[dict, list]:
                 got = by_var[v] = []
             got.append(c)
         else:
-            combos.append({qname.get(v, tp.names[v]): c for v, c in n})
+            combos.append({name_of(v): c for v, c in n})
     excluded: dict[str, list] = {}
     for v, cs in by_var.items():
-        excluded.setdefault(qname.get(v, tp.names[v]), []).extend(cs)
+        excluded.setdefault(name_of(v), []).extend(cs)
 
     def order(cs: list) -> list:  # by their text; strings (the usual case) sort as they are
         return sorted(cs) if all(type(c) is str for c in cs) else sorted(cs, key=str)
@@ -235,11 +242,8 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
 def periodic_constraints(tp, b: tuple) -> dict:
     """The time domains (periodic facts, periodic.py) of the answer's unbound variables, named
     like `exclusions`: {"T": {"period": 7, "offset": 3}}."""
-    qname: dict = {}
-    for name, isvar, x, off in tp.qvars:
-        if isvar and off == 0:
-            qname.setdefault(x, name)
-    return {qname.get(v, tp.names[v]): d.to_json() for v, d in tp.periodic if b[v] is None}
+    name_of = printed_name(tp)
+    return {name_of(v): d.to_json() for v, d in tp.periodic if b[v] is None}
 
 
 def key_of(tp, a: Answer) -> tuple:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..explain import DEFINITE, HYPOTHETICAL, PENDING, answer_object, static_horizons
+from ..explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_object, printed_name,
+                       static_horizons)
 from ..gcpause import frozen_survivors
 from ..metric import aux_template
 from ..syntax import Const, Time
@@ -573,13 +574,8 @@ class Renderer:
         """[(printed name, variable)] of the variables of pattern P's rows that may carry
         single-variable nogoods, sorted by name (explain.exclusions' naming); None when two
         variables would print under one name (their lists merge: the Python path)."""
-        tp = self.eng.templates[k]
-        qname: dict = {}
-        for name, isvar, x, off in tp.qvars:
-            if isvar and off == 0:
-                qname.setdefault(x, name)
-        got = [(qname.get(v, tp.names[v]), v)
-               for v in range(len(self.eng.layouts[k].kinds)) if v not in P]
+        name_of = printed_name(self.eng.templates[k])
+        got = [(name_of(v), v) for v in range(len(self.eng.layouts[k].kinds)) if v not in P]
         if len({n for n, _ in got}) != len(got):
             return None
         return sorted(got)
