@@ -293,12 +293,6 @@ def _ranges(xs: list[int]) -> str:
     return ", ".join(out)
 
 
-def _library_error(e: Exception) -> bool:
-    """An error raised inside deltalake, pyarrow, Polars or Spark (reading a damaged lake)."""
-    mod = type(e).__module__ or ""
-    return mod.startswith(("deltalake", "pyarrow", "polars", "pyspark", "py4j", "_internal"))
-
-
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
          err: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
@@ -324,7 +318,9 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
         print(f"hypo lake: error: {where}{e.strerror or e}", file=err)
         return 2
     except Exception as e:  # a delta-rs or pyarrow error on a damaged lake: one line, no trace
-        if not _library_error(e):
+        from .errors import library_error
+
+        if not library_error(e):
             raise
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         print(f"hypo lake: error: {type(e).__name__}: {first}; run `hypo lake verify` to check "

@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
 VERIFY_HINT = "run `hypo lake verify` for every problem and what to do"
+# damage inside a file (its size and footer intact) is found by decoding it
+VERIFY_DEEP_HINT = "run `hypo lake verify --deep` for every problem and what to do"
 
 
 @dataclass(frozen=True)

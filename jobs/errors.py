@@ -36,3 +36,10 @@ class InjectedFault(BaseException):
 class LakeDamaged(LakeError):
     """A file the lake's tables or logs refer to is missing or unreadable (one line naming
     the table, version and file; `hypo lake verify` lists every such problem)."""
+
+
+def library_error(e: BaseException) -> bool:
+    """An error raised inside deltalake, pyarrow, Polars or Spark (reading a damaged lake),
+    rather than by this project."""
+    mod = type(e).__module__ or ""
+    return mod.startswith(("deltalake", "pyarrow", "polars", "pyspark", "py4j", "_internal"))

@@ -41,7 +41,8 @@ from schemas.lake import arrow_schema, spark_ddl
 
 from . import damage, delta
 from .dq import empty_summary
-from .errors import ConcurrentTickError, InjectedFault, LakeError, TickOrderError
+from .errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
+                     library_error)
 from .store import Lake
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
@@ -372,6 +373,7 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
 # rows, 10.7 GB) with bench/pipeline.py
 LOCAL_BYTES_PER_ROW = 400
 LOCAL_MEMORY_SHARE = 0.8  # of the memory available when the tick starts
+CLUSTER_LOCAL_MAX = 500_000  # rows on the driver otherwise (Spark's per-stage cost below)
 
 
 def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
@@ -380,7 +382,7 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     local[N]: Spark would share the driver's cores, and its per-stage cost makes it 15×
     slower at 10⁶ facts a tick) the driver while the tick's estimated peak
     (LOCAL_BYTES_PER_ROW) fits LOCAL_MEMORY_SHARE of the memory available; on a cluster
-    master the driver up to 500 000 rows."""
+    master (or where the memory is unknown) the driver up to CLUSTER_LOCAL_MAX rows."""
     if ctx.executor != "auto":
         return ctx.executor
     rows = prev_rows + fact_rows
@@ -388,12 +390,10 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     if env:
         return "local" if rows <= int(env) else "spark"
     master = ctx.master or ""
-    if master == "local" or master.startswith("local["):
-        avail = available_memory()
-        if avail is None:
-            return "local" if rows <= 500_000 else "spark"
+    avail = available_memory() if master == "local" or master.startswith("local[") else None
+    if avail is not None:
         return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
-    return "local" if rows <= 500_000 else "spark"
+    return "local" if rows <= CLUSTER_LOCAL_MAX else "spark"
 
 
 def available_memory() -> Optional[int]:
@@ -685,7 +685,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     try:
         r = compute(spark, ctx, prev_files, facts_files, bad_files, tm)
     except Exception as e:  # a reader failed inside a file: name the file, not the library
-        if (type(e).__module__ or "").startswith(("polars", "pyarrow", "pyspark", "py4j")):
+        if library_error(e):
             _damaged_input(ctx, prev_v, prev_files, facts_files)
         raise
     fault("after_compute", tau)
@@ -742,8 +742,7 @@ def _damaged_input(ctx: TickContext, prev_v: int, prev_files: list[str],
                 where = (f"S_{ctx.tau - 1}, which tick {ctx.tau} starts from" if kind == "state"
                          else f"slice {ctx.tau}")
                 raise delta.damaged_file(ctx.lake.path(kind), version, full,
-                                         f"{why} ({where})", damage.VERIFY_HINT.replace(
-                                             "verify`", "verify --deep`"))
+                                         f"{why} ({where})", damage.VERIFY_DEEP_HINT)
 
 
 def _rows_of(files: list[str]) -> int:
