@@ -118,6 +118,31 @@ def test_rare_step3_shapes_take_the_region_algebra_and_agree():
     assert stats["fallback_refs"] + stats2["fallback_refs"] > 0
 
 
+SEEDS = """
+#query Q(X, T).
+#delay p = 2.
+Q(X, T) :- p(X, T), p(X, T+1), p(X, T+2).
+"""
+
+
+def test_seeds_merge_only_when_two_literals_seed_one_binding():
+    """Step 1(a) of a full-seed template: a slice on time (one timestamp) seeds each binding
+    from one literal, so the seed masks need no group-by; a slice with late facts seeds
+    Q(a, 0) from p(a, 0) and p(a, 1) at once (both bits in one mask).  Same S_τ, lines
+    and definite answers as the row engine, and both paths are taken."""
+    cp = compile_program(SEEDS, "<seeds>")
+    eng = ColumnarEngine(cp)
+    taken = []
+    orig = eng._seeds_disjoint
+    eng._seeds_disjoint = lambda tp, fs: taken.append(orig(tp, fs)) or taken[-1]
+    s = facts((0, "p(b, 0)"), (1, "p(b, 1)"), (1, "p(c, 1)"), (2, "p(a, 0)"), (2, "p(a, 1)"),
+              (2, "p(b, 2)"), (2, "p(c, 2)"), (3, "p(a, 2)"), (3, "p(c, 3)"), (4, "p(c, 4)"))
+    for tau in range(6):
+        eng.step(s.get(tau, []), tau, snapshot=False)
+    assert True in taken and False in taken
+    assert_same_run(cp, s, 6)
+
+
 def test_auto_hands_the_state_over_mid_run():
     """`auto` starts on the row engine and hands S_τ and W to the columnar executor at the
     first large slice: the run is the row engine's."""

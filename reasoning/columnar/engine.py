@@ -312,10 +312,15 @@ class ColumnarEngine:
             exps.append(B.when(B.has_bit(B.col("ev"), j), B.null(INT), e))
         unbs = [~B.has_bit(B.col("ev"), j) for j, lp in enumerate(tp.lits)
                 if lp.tvar is not None and lp.tvar not in P]
-        exp = B.least(exps)
-        df = B.with_columns(df, {"exp": exp, "dlp": B.greatest(exps),
+        xs = [f"_x{i}" for i in range(len(exps))] if len(exps) > 1 else []
+        if xs:  # each literal's deadline once (exp and dlp both read them)
+            df = B.with_columns(df, dict(zip(xs, exps)))
+            exps = [B.col(x) for x in xs]
+        df = B.with_columns(df, {"exp": B.least(exps), "dlp": B.greatest(exps),
                                  "unb": B.any_of(unbs) if unbs else B.lit(False, BOOL),
                                  "born": B.lit(tau, INT)})
+        if xs:
+            df = B.drop(df, xs)
         if exps:
             conds.append(B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT)))
         if conds:
@@ -377,6 +382,8 @@ class ColumnarEngine:
         if df is None or B.is_empty(df):
             return
         keys = self._keys(P)
+        if not self.may_ng[k]:  # every ng is empty: not a key (list keys cost ~15%)
+            keys.remove("ng")
         df = B.unique(df, keys)
         cur = self.S[k].get(P)
         if fresh_only and cur is not None:
@@ -638,7 +645,7 @@ class ColumnarEngine:
         B = self.B
         tp = self.templates[k]
         G = self.all_vars[k]
-        seeds = []
+        seeds, facts = [], []
         for i in tp.pos:
             F = D.get(tp.lits[i].pred)
             if F is None:
@@ -646,13 +653,18 @@ class ColumnarEngine:
             P, S = self._seed(k, i, F)
             if S is not None and not B.is_empty(S):
                 seeds.append(S)
+                facts.append((i, F))
         vcols = [vcol(x) for x in sorted(G)]
         if seeds:
             # a seeded binding grounds every positive literal, and literal j's instance is in
             # D|τ iff literal j seeded it: the seed mask is E' ∩ D|τ, so only the window W
             # (disjoint from D|τ: duplicates are gone) is joined for the rest of E'
-            Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))})
-            Sd = B.with_columns(Sd, {"ev": B.col("smask")})
+            if self._seeds_disjoint(tp, facts):
+                Sd = B.concat(seeds)  # one literal per binding: the mask is its bit
+                Sd = B.with_columns(B.select_cols(Sd, vcols + ["ev"]), {"smask": B.col("ev")})
+            else:
+                Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))})
+                Sd = B.with_columns(Sd, {"ev": B.col("smask")})
             Sd = B.materialize(self._present_all(Sd, k, G, window))
         else:
             Sd = None
@@ -682,6 +694,31 @@ class ColumnarEngine:
             self._put(new, k, G, self._finish(k, G, Sd, tau, ng_empty=not self.tpl_ng[k]))
         # other partitions: the general step 1(b)
         self._step1b(k, D, present, tau, new, skip=G)
+
+    def _seeds_disjoint(self, tp: ETemplate, facts: list) -> bool:
+        """No binding is seeded by two literals: each literal's facts give its own binding
+        once (validated facts, a full-seed template), and the bindings' times T = t − off of
+        two literals never meet (e.g. every fact of the slice on time: then T differs by
+        the literals' offsets).  Decided from the slice's distinct times (a few values),
+        where looking at the data is cheap; otherwise the seeds are merged by a group-by."""
+        B = self.B
+        if len(facts) < 2:
+            return True
+        lits = [tp.lits[i] for i, _ in facts]
+        if not B.cheap_checks or any(lp.tvar is None or lp.tvar != lits[0].tvar
+                                     for lp in lits):
+            return False
+        seen: set = set()
+        times: dict = {}
+        for (i, F), lp in zip(facts, lits):
+            ts = times.get(id(F))
+            if ts is None:
+                ts = times[id(F)] = B.values(F, "t")
+            mine = {t - lp.toff for t in ts}
+            if seen & mine:
+                return False
+            seen |= mine
+        return True
 
     # ================================================================== step 2
     def _step2(self, k: int, tau: int, present: Optional[dict] = None) -> None:
