@@ -805,11 +805,10 @@ class ColumnarEngine:
                         cond = ~B.has_bit(B.col("ev"), j)
                         if tcond is not None:
                             cond = cond & tcond
-                        A = B.with_columns(A, {"_ref": cond})
-                        R = B.materialize(B.drop(B.filter(A, B.col("_ref")), ["_ref"]))
+                        R = B.materialize(B.filter(A, cond))
                         if B.is_empty(R):
                             continue
-                        rest = B.drop(B.filter(A, ~B.col("_ref")), ["_ref"])
+                        rest = B.filter(A, ~cond)
                         L = Lcache.get(lp.pred)  # noqa
                         if L is None:
                             L = Lcache[lp.pred] = self._L_frames(lp.pred)
@@ -930,7 +929,7 @@ class ColumnarEngine:
         if len(unb) >= 2:
             complex_.append(R)
             R = None
-        elif unb:
+        elif unb and self.multi_possible:  # a nogood on several variables (`*`)
             mflag = B.list_any_prefix(B.col("ng"), "*")
             mx = B.filter(R, mflag)
             if not B.is_empty(mx):
