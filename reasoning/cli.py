@@ -19,7 +19,7 @@ from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
 from .pruning import Pruner, wants_confidence
 from .runreport import RunReport
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
-from .stream import Slice, StreamReader, open_stream
+from .stream import Prefetched, Slice, StreamReader, open_stream
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -31,10 +31,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for w in cp.warnings:
         print(w.format(), file=err)
     with open_stream(args.stream) as fh:
-        return _run(args, cp, StreamReader(fh, cp, args.stream, args.max_gap), out, err)
+        return _run(args, cp, StreamReader(fh, cp, args.stream, args.max_gap), out, err,
+                    prefetch=os.path.isfile(args.stream))
 
 
-def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
+def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO,
+         prefetch: bool = False) -> int:
+    # a regular file's next slices are parsed on a thread while a tick runs
+    ahead = Prefetched(reader, threaded=prefetch)
+    try:
+        return _run_ticks(args, cp, reader, ahead, out, err)
+    finally:
+        ahead.close()
+
+
+def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
+               err: TextIO) -> int:
     sess = Session(cp, engine=args.engine, forget=not args.no_forget)
     tool = sess.row if sess.row is not None else sess.col.tool
     main_q = str(cp.main.atom)
@@ -43,7 +55,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     rep_data = RunReport(args, cp) if getattr(args, "report", None) else None
     duplicates = 0
     accepted = 0
-    slices = reader.column_slices()
+    slices = feed
     ahead = next(slices, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
@@ -62,7 +74,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
             ahead = next(slices, None)
         else:
             sl = Slice(tau)
-        for r in reader.take_rejected():
+        for r in feed.take_rejected():
             print(str(r), file=err)
             if rep_data is not None:
                 rep_data.rejected(r)
@@ -119,7 +131,7 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO) -> int:
     if args.until is not None:  # the lines after --until are not read
         for _ in slices:
             pass
-    for r in reader.take_rejected():
+    for r in feed.take_rejected():
         print(str(r), file=err)
         if rep_data is not None:
             rep_data.rejected(r)
@@ -296,6 +308,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except HypoError as e:
         print(f"hypo: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what was printed stands
+        print("hypo: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `hypo run … | head`
         try:
             sys.stdout = open(os.devnull, "w")

@@ -475,3 +475,91 @@ def read_stream_file(path: str, cp: CompiledProgram) -> Stream:
 def iter_ticks(st: Stream, until: int) -> Iterator[tuple[int, list[Fact]]]:
     for t in range(until + 1):
         yield t, [f for f, _ in st.slices.get(t, ())]
+
+
+class Prefetched:
+    """StreamReader.column_slices() read by a thread up to `depth` slices ahead of the
+    engine, so parsing the next slices overlaps the current tick (Polars releases the GIL
+    in both).  Each slice carries the rejections found while reading it: take_rejected()
+    returns those of the slices handed out so far — what StreamReader.take_rejected() gives
+    when the caller reads the same slices itself.  The reader's other state (rejected,
+    ignored, last_tick) is read once iteration has ended.  An error of the reader is raised
+    where the slice it prevented would have been handed out.  threaded=False reads in the
+    caller's thread (a FIFO or a terminal: a read may block for ever, and a file cannot be
+    closed while another thread is blocked reading it)."""
+
+    def __init__(self, reader: "StreamReader", depth: int = 2, threaded: bool = True):
+        import queue
+        import threading
+
+        self.reader = reader
+        self._q: "queue.Queue" = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._rej: list = []
+        self._done = False
+        self._direct = None if threaded else reader.column_slices()
+        self._thread = threading.Thread(target=self._produce, name="hypo-stream", daemon=True)
+        if not threaded:
+            return
+        try:  # json.loads of a deeply nested line recurses: a main thread's stack
+            old = threading.stack_size(64 << 20)
+        except (ValueError, RuntimeError):
+            old = None
+        try:
+            self._thread.start()
+        finally:
+            if old is not None:
+                threading.stack_size(old)
+
+    def _put(self, item) -> bool:
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self) -> None:
+        r = self.reader
+        try:
+            for sl in r.column_slices():
+                if not self._put((sl, r.take_rejected(), None)):
+                    return
+            self._put((None, r.take_rejected(), None))
+        except BaseException as e:  # noqa: BLE001 — raised again in the reading thread
+            self._put((None, r.take_rejected(), e))
+
+    def __iter__(self) -> "Prefetched":
+        return self
+
+    def __next__(self) -> Slice:
+        if self._done:
+            raise StopIteration
+        if self._direct is not None:  # not threaded: read here
+            try:
+                return next(self._direct)
+            finally:
+                self._rej.extend(self.reader.take_rejected())
+        sl, rej, exc = self._q.get()
+        self._rej.extend(rej)
+        if exc is not None or sl is None:
+            self._done = True
+            self._thread.join()
+            if exc is not None:
+                raise exc
+            raise StopIteration
+        return sl
+
+    def take_rejected(self) -> list:
+        got, self._rej = self._rej, []
+        return got
+
+    def close(self) -> None:
+        """Stop the thread: at once if it waits to hand a slice over; one blocked reading
+        (an interactive standard input) is left to end with the process (a daemon)."""
+        self._stop.set()
+        if self._direct is None:
+            self._thread.join(timeout=1.0)

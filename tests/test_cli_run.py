@@ -161,3 +161,31 @@ def test_report_does_not_change_the_output(capsys, tmp_path):
     assert html.startswith("<!DOCTYPE html>") and '<svg id="timeline"' in html
     assert "confirmed: <b>1</b>" in html and "refuted: <b>4</b>" in html
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary file left
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="POSIX FIFOs")
+def test_ctrl_c_while_waiting_on_a_fifo_stops_with_one_line(tmp_path):
+    """A stream that is a FIFO is read in the main thread (a prefetch thread blocked in a
+    read would keep the file from closing: Ctrl-C hung); Ctrl-C prints one line, exit 130."""
+    import os
+    import signal
+    import time
+
+    fifo = str(tmp_path / "live.jsonl")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-m", "reasoning.cli", "run", TDL, "--stream", fifo],
+                         cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    writer = open(fifo, "w")  # a producer that has sent nothing yet
+    try:
+        writer.write(json.dumps({"tick": 0, "fact": "Hot(wt1, 0)"}) + "\n")
+        writer.flush()
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        writer.close()
+    assert p.returncode == 130
+    assert err.decode().strip().splitlines()[-1] == "hypo: interrupted"

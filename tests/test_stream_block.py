@@ -135,3 +135,47 @@ def test_one_bad_line_sends_its_block_line_by_line(bad):
     rd = S.StreamReader(lines, CP, "s")
     n = sum(len(s) for s in rd.column_slices())
     assert n == 99 and len(rd.rejected) == 1 and rd.rejected[0].line == 51
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_stream(), st.sampled_from([None, 3]))
+def test_prefetched_slices_and_rejections_are_the_readers(lines, max_gap):
+    """`hypo run` reads the stream a few slices ahead on a thread (stream.Prefetched): the
+    same slices, and after each slice the rejections of the lines read up to it."""
+    def direct():
+        rd = S.StreamReader(list(lines), CP, "s.jsonl", max_gap)
+        return [(sl.tick, [(str(f), no) for f, no in sl.entries()],
+                 [str(r) for r in rd.take_rejected()]) for sl in rd.column_slices()] + \
+            [(None, [], [str(r) for r in rd.take_rejected()])], rd
+
+    want, rd1 = direct()
+    rd2 = S.StreamReader(list(lines), CP, "s.jsonl", max_gap)
+    feed = S.Prefetched(rd2, depth=1)
+    got = [(sl.tick, [(str(f), no) for f, no in sl.entries()],
+            [str(r) for r in feed.take_rejected()]) for sl in feed]
+    got.append((None, [], [str(r) for r in feed.take_rejected()]))
+    feed.close()
+    assert got == want
+    assert rd2.last_tick == rd1.last_tick and dict(rd2.ignored) == dict(rd1.ignored)
+
+
+def test_prefetched_raises_the_readers_error_and_stops_when_closed():
+    import time
+
+    class Broken(S.StreamReader):
+        def column_slices(self):
+            yield from list(super().column_slices())[:1]
+            raise OSError("disk gone")
+
+    lines = [json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"}) for t in range(5)]
+    feed = S.Prefetched(Broken(lines, CP, "s"))
+    assert next(feed).tick == 0
+    with pytest.raises(OSError, match="disk gone"):
+        next(feed)
+    # a consumer that stops early: the thread, waiting to hand over a slice, ends at close()
+    many = [json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"}) for t in range(200)]
+    feed = S.Prefetched(S.StreamReader(many, CP, "s"), depth=1)
+    assert next(feed).tick == 0
+    t0 = time.perf_counter()
+    feed.close()
+    assert not feed._thread.is_alive() and time.perf_counter() - t0 < 1.0
