@@ -5,7 +5,9 @@
    "p99_tick_ms", "state_first_decile", "state_last_decile", "definite"}
 
 definite: the number of main-query answers that became definite during the run (each
-answer once); every engine must print the same.
+answer once); every engine must print the same.  Each engine gets every tick's slice as
+`hypo run`'s stream reader hands it over (a stream.Slice of the parsed block's frame,
+through Session.step_slice), so the conversion to its own input is in its tick time.
 
 Workloads:
   turbines     examples/wind_turbines.tdl's program with δ = 3 and per-device overrides for
@@ -76,15 +78,24 @@ def workload(name: str, n: int, ticks: int, seed: int = 7, p_hot: float = 0.1,
     return TURBINES.format(overrides="\n".join(over)), slices[:ticks]
 
 
-def _inputs(engine: str, slices):
-    from reasoning.patterns import Fact
+def _inputs(slices):
+    """Every tick's slice as `hypo run`'s stream reader hands it to any engine: a
+    stream.Slice holding the parsed block's frame (Session.step_slice turns it into Fact
+    objects for the row engine, into per-predicate column frames for the columnar one)."""
+    import polars as pl
 
-    facts = [[Fact(p, a, t) for p, a, t in s] for s in slices]
-    if engine == "row":
-        return facts
-    from reasoning.columnar.layout import facts_by_pred
+    from reasoning.stream import Slice
 
-    return [facts_by_pred(fs) for fs in facts]
+    out = []
+    for tau, s in enumerate(slices):
+        sl = Slice(tau)
+        sl.add_frame(pl.DataFrame(
+            {"no": list(range(len(s))), "tick": [tau] * len(s), "pred": [p for p, _, _ in s],
+             "args": [list(a) for _, a, _ in s], "t": [t for _, _, t in s]},
+            schema={"no": pl.Int64, "tick": pl.Int64, "pred": pl.String,
+                    "args": pl.List(pl.String), "t": pl.Int64}))
+        out.append(sl)
+    return out
 
 
 def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
@@ -94,13 +105,13 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
     sess = Session(cp, engine=engine)
-    inputs = _inputs("row" if engine in ("row", "auto") else engine, slices)
+    inputs = _inputs(slices)
     times, sizes = [], []
     n_facts = definite = 0
     t_all = time.perf_counter()
     for tau, facts in enumerate(inputs):
         t0 = time.perf_counter()
-        rep = sess.step(facts, tau)
+        rep = sess.step_slice(facts, tau)
         times.append(time.perf_counter() - t0)
         sizes.append(rep.state_size)
         n_facts += len(slices[tau])

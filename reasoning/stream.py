@@ -260,9 +260,10 @@ class Slice:
             for c in self.chunks:
                 if isinstance(c, list):
                     out.extend(c)
-                else:
+                else:  # the columns as lists (a select costs ~0.1 ms: small slices)
                     out.extend((Fact(p, tuple(a), t), no) for no, p, a, t in
-                               c.select("no", "pred", "args", "t").iter_rows())
+                               zip(*(c.get_column(x).to_list()
+                                     for x in ("no", "pred", "args", "t"))))
             self._entries = out
         return self._entries
 
