@@ -155,6 +155,18 @@ def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = Tru
             "e2e_output_lines": p.stdout.count(b"\n"), "e2e_changes": changes}
 
 
+def _isolated(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
+    """run() in a fresh interpreter (its tick loop timed there, as in-process)."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--in-process", "--format", "json",
+            "--engine", engine, "--workload", wl, "--devices", str(n), "--ticks", str(ticks),
+            "--seed", str(seed), "--threads", os.environ["POLARS_MAX_THREADS"]]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT),
+                       text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench run failed ({engine} {wl} {n}):\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--engine", nargs="+", default=["row", "columnar"],
@@ -169,13 +181,18 @@ def main(argv=None) -> int:
     ap.add_argument("--e2e", action="store_true",
                     help="also time `hypo run --format jsonl --changes` end to end")
     ap.add_argument("--format", choices=["text", "json"], default="text")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run every measurement in this process (by default each runs in a "
+                         "fresh one: a later run in the same process measured up to 10%% "
+                         "slower)")
     args = ap.parse_args(argv)
     os.environ["POLARS_MAX_THREADS"] = str(args.threads)
     rows = []
     for wl in args.workload:
         for n in args.devices:
             for eng in args.engine:
-                r = run(eng, wl, n, args.ticks, args.seed)
+                r = run(eng, wl, n, args.ticks, args.seed) if args.in_process else \
+                    _isolated(eng, wl, n, args.ticks, args.seed)
                 if args.e2e:
                     r.update(e2e(eng, wl, n, args.ticks, args.seed))
                     r["e2e_over_engine"] = round(r["e2e_seconds"] / r["seconds"], 2) \
