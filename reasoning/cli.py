@@ -38,11 +38,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO,
          prefetch: bool = False) -> int:
     # a regular file's next slices are parsed on a thread while a tick runs
-    ahead = Prefetched(reader, threaded=prefetch)
+    feed = Prefetched(reader, threaded=prefetch)
     try:
-        return _run_ticks(args, cp, reader, ahead, out, err)
+        return _run_ticks(args, cp, reader, feed, out, err)
     finally:
-        ahead.close()
+        feed.close()
 
 
 def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
@@ -55,8 +55,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
     rep_data = RunReport(args, cp) if getattr(args, "report", None) else None
     duplicates = 0
     accepted = 0
-    slices = feed
-    ahead = next(slices, None)
+    ahead = next(feed, None)
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
     pruner = Pruner(args, cp, sess, err) if wants_confidence(args) else None
@@ -71,7 +70,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             break
         if ahead is not None and ahead.tick == tau:
             sl = ahead
-            ahead = next(slices, None)
+            ahead = next(feed, None)
         else:
             sl = Slice(tau)
         for r in feed.take_rejected():
@@ -129,7 +128,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
                                             margin)
                 quiet = 0
     if args.until is not None:  # the lines after --until are not read
-        for _ in slices:
+        for _ in feed:
             pass
     for r in feed.take_rejected():
         print(str(r), file=err)

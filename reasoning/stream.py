@@ -494,14 +494,14 @@ class Prefetched:
         import threading
 
         self.reader = reader
-        self._q: "queue.Queue" = queue.Queue(depth)
-        self._stop = threading.Event()
         self._rej: list = []
         self._done = False
         self._direct = None if threaded else reader.column_slices()
-        self._thread = threading.Thread(target=self._produce, name="hypo-stream", daemon=True)
-        if not threaded:
+        if not threaded:  # no queue, no thread
             return
+        self._q: "queue.Queue" = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="hypo-stream", daemon=True)
         try:  # json.loads of a deeply nested line recurses: a main thread's stack
             old = threading.stack_size(64 << 20)
         except (ValueError, RuntimeError):
@@ -559,8 +559,8 @@ class Prefetched:
         return got
 
     def close(self) -> None:
-        """Stop the thread: at once if it waits to hand a slice over; one blocked reading
-        (an interactive standard input) is left to end with the process (a daemon)."""
-        self._stop.set()
+        """Stop the thread: at once if it waits to hand a slice over, else once its current
+        block is parsed (a regular file's read does not block for long)."""
         if self._direct is None:
+            self._stop.set()
             self._thread.join(timeout=1.0)

@@ -319,7 +319,7 @@ class ColumnarEngine:
         df = B.with_columns(df, {"exp": B.least(exps), "dlp": B.greatest(exps),
                                  "unb": B.any_of(unbs) if unbs else B.lit(False, BOOL),
                                  "born": B.lit(tau, INT)})
-        if xs:
+        if xs:  # before _reduce_nogoods, whose Python rows are typed by column name
             df = B.drop(df, xs)
         if exps:
             conds.append(B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT)))
