@@ -157,14 +157,21 @@ BLOCK_CHARS = 1 << 22  # ... or fewer, if they are this long together
 
 def edb_meta(cp: CompiledProgram):
     """The streamed predicates as a frame for parse_block: arity, default δ, and whether a
-    `#delay` instance pattern may give some instance another δ."""
+    `#delay` instance pattern may give some instance another δ (`inst`: looked up in the
+    frame of exact instances, or in Python when a pattern has wildcards, `wild`); and that
+    frame: (key `p(c1,…,cn`, dx) for the fully constant patterns (Delays.exact)."""
     import polars as pl
 
     an = cp.analysis
-    rows = [(p, n, cp.delays.default.get(p, 0), p in cp.delays.patterns)
+    dl = cp.delays
+    rows = [(p, n, dl.default.get(p, 0), p in dl.patterns, p in dl.wild)
             for p, n in an.edb.items() if p not in an.rigid and p not in an.idb]
-    return pl.DataFrame(rows, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
-                                      "inst": pl.Boolean}, orient="row")
+    meta = pl.DataFrame(rows, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
+                                      "inst": pl.Boolean, "wild": pl.Boolean}, orient="row")
+    exact = pl.DataFrame([(f"{p}({','.join(a)}", d) for (p, a), d in dl.exact.items()
+                          if p not in dl.wild], schema={"key": pl.String, "dx": pl.Int64},
+                         orient="row")
+    return meta, exact
 
 
 def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
@@ -182,8 +189,7 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
 
     if len(lines) < 64:
         return by_line()
-    if meta is None:
-        meta = edb_meta(cp)
+    meta, exact = edb_meta(cp) if meta is None else meta
     try:
         df = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)}).select(
             pl.col("l").str.extract_groups(_BLOCK).alias("g"),
@@ -205,12 +211,21 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
                          .alias("check"),
                          (pl.col("tick") <= pl.col("t") + pl.col("d")).alias("ontime"))
     good = df.filter(pl.col("fast") & (pl.col("check") | pl.col("ontime")))
-    if good.height and good.get_column("check").any():  # per-instance δ: looked up in Python
-        ground = cp.delays.ground
+    if good.height and good.get_column("check").any():
+        # a fact later than its predicate's default δ: its instance's δ (Delays.ground) from
+        # the exact patterns by a join; a predicate with wildcard patterns in Python
         chk = good.filter(pl.col("check"))
-        late = [i for i, p, a, t, k in zip(*(chk.get_column(c).to_list() for c in
-                                             ("i", pred_c, "a", "t", "tick")))
-                if k > t + ground(p, tuple(a[:-1]))]
+        key = pl.concat_str([pl.col(pred_c), pl.lit("("),
+                             pl.col("a").list.slice(0, pl.col("n") - 1).list.join(",")])
+        chk = chk.with_columns(key.alias("key")).join(exact, on="key", how="left")
+        late = chk.filter(~pl.col("wild") & (pl.col("tick") > pl.col("t") + pl.coalesce(
+            pl.col("dx"), pl.col("d")))).get_column("i").to_list()
+        wild = chk.filter(pl.col("wild"))
+        if wild.height:
+            ground = cp.delays.ground
+            late += [i for i, p, a, t, k in zip(*(wild.get_column(c).to_list() for c in
+                                                  ("i", pred_c, "a", "t", "tick")))
+                     if k > t + ground(p, tuple(a[:-1]))]
         if late:
             good = good.filter(~pl.col("i").is_in(late))
     good = good.select((pl.col("i") + first).cast(pl.Int64).alias("no"), "tick",

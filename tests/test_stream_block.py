@@ -19,6 +19,7 @@ PROGRAM = """
 #delay Hot(wt1, T) = 3.
 #delay Hot(wt2, T) = 0.
 #delay Seen = 2.
+#delay Seen(wt1, Y, T) = 3.
 #delay Spare = 1.
 Flag(X, T) :- Hot(X, T).
 Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).
