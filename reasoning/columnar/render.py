@@ -384,21 +384,31 @@ class Renderer:
         eng = self.eng
         shown = {k for k, tp in enumerate(eng.templates) if tp.qid == eng.main_qid or every}
         needed = set(shown)
+        as_l: set = set()  # templates whose answers some deadline looks at
         todo = list(shown)
         while todo:  # deadlines look at the answers of negated predicates (recursively)
             k = todo.pop()
             tp = eng.templates[k]
             for j in tp.neg:
                 for k2 in eng.by_head.get(tp.lits[j].pred, ()):
+                    as_l.add(k2)
                     if k2 not in needed:
                         needed.add(k2)
                         todo.append(k2)
-        dls = self.deadlines({kp: df for kp, df in frames.items() if kp[0] in needed}, tau)
+        todo_frames = {}
+        for (k, P), df in frames.items():
+            if k not in needed:
+                continue
+            if k in shown and not pending and k not in as_l:
+                # pending rows are not printed and no deadline reads them: none computed
+                df = B.filter(df, B.col("ev") != B.lit(0, INT))
+            todo_frames[(k, P)] = df
+        dls = self.deadlines(todo_frames, tau)
         parts = []
         cache = self._columns_only()
         kept: dict = {}
         for (k, P), df in dls.items():
-            if k in shown and not pending:
+            if k in shown and not pending and k in as_l:
                 df = B.filter(df, B.col("ev") != B.lit(0, INT))
             if k in shown and not B.is_empty(df):
                 if cache and not self._periodic_open(k, P):
