@@ -25,6 +25,7 @@ class DelayPlan:
         self.pats = [(tuple(d.pattern), d.delay) for d in delays.patterns.get(pred, ())
                      if d.pattern is not None]
         self._tables: dict = {}
+        self._group_memo: dict = {}
 
     @property
     def constant(self) -> Optional[int]:
@@ -71,33 +72,10 @@ class DelayPlan:
         return B.drop(B.with_columns(df, {out: expr}), tmp)
 
     def _lookups(self, B, df, args, bound_cols: frozenset, tag: str):
-        n = len(args)
-        ground = all((a[0] == CONST and a[1] is not None) or i in bound_cols
-                     for i, a in enumerate(args))
-        groups: dict[tuple, list] = {}
-        for pvals, d in self.pats:
-            key = []
-            ok = True
-            for i, pv in enumerate(pvals):
-                if pv is None or i >= n:
-                    continue
-                kind, val = args[i]
-                if kind == CONST and val is None:
-                    continue  # unbound: compatible with any pattern value
-                if kind == CONST:
-                    if val != pv:
-                        ok = False
-                        break
-                elif i in bound_cols:
-                    key.append(i)
-            if not ok:
-                continue
-            k = tuple(key)
-            groups.setdefault(k, []).append((tuple(pvals[i] for i in k), d))
-        const = max((d for _, d in groups.pop((), [])), default=None)
+        ground, groups, const = self._groups(tuple(args), bound_cols)
         exprs = []
         tmp = []
-        for gi, (k, entries) in enumerate(sorted(groups.items())):
+        for gi, (k, entries) in enumerate(groups):
             name = f"_dl_{tag}_{gi}"
             sig = (k, tuple((i, a[1]) for i, a in enumerate(args) if a[0] == CONST), name)
             table = self._table(B, sig, k, entries, name)
@@ -113,6 +91,43 @@ class DelayPlan:
         else:
             val = B.greatest(exprs + [B.lit(self.d0, INT)])
         return df, val, tmp
+
+    def _groups(self, args: tuple, bound_cols: frozenset) -> tuple:
+        """(whether the atom is ground, [(bound positions, [(their pattern values, δ)])]
+        sorted, the greatest δ of the patterns met by no bound position or None): the
+        patterns compatible with args, by the positions a join must look up (memoised: the
+        same atoms come back every tick)."""
+        key = (args, bound_cols)
+        got = self._group_memo.get(key)
+        if got is not None:
+            return got
+        n = len(args)
+        ground = all((a[0] == CONST and a[1] is not None) or i in bound_cols
+                     for i, a in enumerate(args))
+        groups: dict[tuple, list] = {}
+        for pvals, d in self.pats:
+            key_ = []
+            ok = True
+            for i, pv in enumerate(pvals):
+                if pv is None or i >= n:
+                    continue
+                kind, val = args[i]
+                if kind == CONST and val is None:
+                    continue  # unbound: compatible with any pattern value
+                if kind == CONST:
+                    if val != pv:
+                        ok = False
+                        break
+                elif i in bound_cols:
+                    key_.append(i)
+            if not ok:
+                continue
+            k = tuple(key_)
+            groups.setdefault(k, []).append((tuple(pvals[i] for i in k), d))
+        const = max((d for _, d in groups.pop((), [])), default=None)
+        got = (ground, sorted(groups.items()), const)
+        self._group_memo[key] = got
+        return got
 
     def _table(self, B, sig: tuple, k: tuple, entries: list, name: str):
         got = self._tables.get((id(B), sig))
