@@ -8,6 +8,9 @@ definite: the number of main-query answers that became definite during the run (
 answer once); every engine must print the same.  Each engine gets every tick's slice as
 `hypo run`'s stream reader hands it over (a stream.Slice of the parsed block's frame,
 through Session.step_slice), so the conversion to its own input is in its tick time.
+Also printed: seconds and cpu_seconds of the tick loop, and with --e2e the whole `hypo run`
+process's e2e_seconds and e2e_cpu_seconds with their ratios to the loop's (CPU time is what
+the process itself used: other loads of a shared machine inflate it less than wall time).
 
 Workloads:
   turbines     examples/wind_turbines.tdl's program with δ = 3 and per-device overrides for
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -108,6 +112,7 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
     inputs = _inputs(slices)
     times, sizes = [], []
     n_facts = definite = 0
+    c_all = time.process_time()
     t_all = time.perf_counter()
     for tau, facts in enumerate(inputs):
         t0 = time.perf_counter()
@@ -121,6 +126,7 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
         else:
             definite += len(rep.new_definite)
     wall = time.perf_counter() - t_all
+    cpu = time.process_time() - c_all
     dec = max(1, ticks // 10)
     return {"engine": engine, "workload": wl, "devices": n, "ticks": ticks, "facts": n_facts,
             "facts_per_s": round(n_facts / wall) if wall else 0,
@@ -128,7 +134,7 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
             "p99_tick_ms": round(sorted(times)[int(0.99 * (len(times) - 1))] * 1e3, 2),
             "state_first_decile": round(statistics.mean(sizes[:dec]), 1),
             "state_last_decile": round(statistics.mean(sizes[-dec:]), 1),
-            "definite": definite, "seconds": round(wall, 3),
+            "definite": definite, "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
             "executor_at_end": sess.executor}
 
 
@@ -148,10 +154,14 @@ def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = Tru
             "--format", "jsonl", "--engine", engine, "--until", str(ticks - 1)]
     if changes:
         argv.append("--changes")
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
     wall = time.perf_counter() - t0
-    return {"e2e_seconds": round(wall, 3), "e2e_exit": p.returncode,
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+    return {"e2e_seconds": round(wall, 3), "e2e_cpu_seconds": round(cpu, 3),
+            "e2e_exit": p.returncode,
             "e2e_output_lines": p.stdout.count(b"\n"), "e2e_changes": changes}
 
 
@@ -197,6 +207,8 @@ def main(argv=None) -> int:
                     r.update(e2e(eng, wl, n, args.ticks, args.seed))
                     r["e2e_over_engine"] = round(r["e2e_seconds"] / r["seconds"], 2) \
                         if r["seconds"] else None
+                    r["e2e_cpu_over_engine"] = round(r["e2e_cpu_seconds"] / r["cpu_seconds"],
+                                                     2) if r["cpu_seconds"] else None
                 rows.append(r)
                 if args.format == "json":
                     print(json.dumps(r), flush=True)
@@ -206,7 +218,8 @@ def main(argv=None) -> int:
                           f"{r['median_tick_ms']:>8.2f} ms (p99 {r['p99_tick_ms']:>8.2f})  state "
                           f"{r['state_first_decile']:.0f}->{r['state_last_decile']:.0f}  "
                           f"definite {r['definite']}"
-                          + (f"  e2e {r['e2e_seconds']} s ({r['e2e_over_engine']}x)"
+                          + (f"  e2e {r['e2e_seconds']} s ({r['e2e_over_engine']}x; CPU "
+                             f"{r['e2e_cpu_seconds']} s, {r['e2e_cpu_over_engine']}x)"
                              if args.e2e else ""), flush=True)
     return 0
 
