@@ -435,7 +435,7 @@ class SparkBackend:
     def explode(self, df, col: str):
         return df.withColumn(col, self.F.expr(f"explode(`{col}`)"))
 
-    def group_agg(self, df, keys: list, aggs: dict):
+    def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
         F = self.F
         return df.groupBy(*keys).agg(*[F.expr(f"{sql(e)} AS `{n}`") for n, e in aggs.items()])
 

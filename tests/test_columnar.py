@@ -72,6 +72,23 @@ def test_random_positive_programs(case):
     assert_same_run(cp, case.stream, _until(cp, case))
 
 
+@settings(max_examples=budget(60, "columnar"), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(cases(negation=True, multi_time=True))
+def test_streaming_group_by_gives_the_same_run(case):
+    """Large scalar group-bys run on Polars' streaming engine (backend.STREAM_GROUP_ROWS):
+    with the threshold at 0 every one of them does, and the run is the same."""
+    from reasoning.columnar import backend
+
+    old = backend.STREAM_GROUP_ROWS
+    backend.STREAM_GROUP_ROWS = 0
+    try:
+        cp = compile_program(case.text, "<gen>")
+        assert_same_run(cp, case.stream, _until(cp, case))
+    finally:
+        backend.STREAM_GROUP_ROWS = old
+
+
 @pytest.mark.parametrize("forget", [True, False])
 def test_example13(forget):
     cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))

@@ -310,8 +310,16 @@ class PolarsBackend:
     def explode(self, df, col: str):
         return _eager(df.lazy().explode(col))
 
-    def group_agg(self, df, keys: list, aggs: dict):
-        return _eager(df.lazy().group_by(keys).agg(**aggs))
+    def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
+        """One row per distinct key with the aggregations.  scalar: every aggregation is a
+        sum, max or any (one scalar per group); such a group-by of STREAM_GROUP_ROWS rows or more
+        runs on Polars' streaming engine: 1.7-3x faster than the in-memory one from ~3 · 10⁴
+        rows (10⁶ rows: 1.24 s -> 0.57 s on two keys, 0.51 s -> 0.15 s on one; slower
+        below ~10⁴ and for list aggregations)."""
+        lf = df.lazy().group_by(keys).agg(**aggs)
+        if scalar and df.height >= STREAM_GROUP_ROWS:
+            return lf.collect(engine="streaming")
+        return _eager(lf)
 
     # aggregation expressions for group_agg
     def agg_any(self, e):
@@ -341,6 +349,8 @@ class PolarsBackend:
         """A point where the executor may cache (Polars frames are always materialized)."""
         return df
 
+
+STREAM_GROUP_ROWS = 30_000
 
 # An eager Polars operation is its lazy plan collected with the eager flags
 # (DataFrame.filter is `self.lazy().filter(…)._collect_eager(…)`); half of its ~100 µs on a

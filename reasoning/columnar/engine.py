@@ -663,7 +663,8 @@ class ColumnarEngine:
                 Sd = B.concat(seeds)  # one literal per binding: the mask is its bit
                 Sd = B.with_columns(B.select_cols(Sd, vcols + ["ev"]), {"smask": B.col("ev")})
             else:
-                Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))})
+                Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))},
+                                 scalar=True)
                 Sd = B.with_columns(Sd, {"ev": B.col("smask")})
             Sd = B.materialize(self._present_all(Sd, k, G, window))
         else:
@@ -976,7 +977,7 @@ class ColumnarEngine:
             # h is ground: every cover is all of h
             if C is not None and not B.is_empty(C):
                 agg = B.group_agg(C, ["_rid"], {"_dt": B.agg_any(B.col("ldef")),
-                                                 "_at": B.agg_any(Tr)})
+                                                 "_at": B.agg_any(Tr)}, scalar=True)
                 R = B.join(R, agg, ["_rid"], ["_rid"], how="left")
                 dt = B.coalesce([B.col("_dt"), Fl])
                 at = B.coalesce([B.col("_at"), Fl])

@@ -316,7 +316,7 @@ class Renderer:
             C = B.concat(aggs)
             agg = B.group_agg(C, ["_rid"], {
                 "_dmax": B.agg_max(B.col("ldl")),
-                "_dnull": B.agg_any((~B.col("ldef")) & B.is_null(B.col("ldl")))})
+                "_dnull": B.agg_any((~B.col("ldef")) & B.is_null(B.col("ldl")))}, scalar=True)
             df = B.join(df, agg, ["_rid"], ["_rid"], how="left")
             dl = B.when(B.coalesce([B.col("_dnull"), B.lit(False, BOOL)]), B.null(INT),
                         B.greatest([B.col("dl"), B.col("_dmax")]))
