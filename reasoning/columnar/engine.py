@@ -1028,9 +1028,11 @@ class ColumnarEngine:
                                            else B.col(c)) for c in sch]))
         go = B.filter(ch, (~future) & (~B.col("_at")))
         if not B.is_empty(go):
-            # 3(c): outside every cover ¬h moves to E; inside, X is bound to each value
+            # 3(c): outside every cover ¬h moves to E; inside, X is bound to each value.
+            # _dv ⊆ _av, so ng ∪ X:_av is _ng1 ∪ X:_av without sorting _ng1's values twice
+            # (the schematic answer of a 10⁶-fact tick has 6 · 10⁵ of them)
             pieces.append(B.select(go, [
-                B.alias(B.list_norm(B.list_concat(B.col("_ng1"),
+                B.alias(B.list_norm(B.list_concat(B.col("ng"),
                                                   B.list_prefix(B.col("_av"), pref))), "ng")
                 if c == "ng" else
                 (B.alias(B.bit_or(B.col("ev"), B.lit(bit, INT)), "ev") if c == "ev" else
