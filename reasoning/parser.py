@@ -19,7 +19,6 @@ terms are returned in a `SpanTable` by `parse_program_with_spans`, keyed by
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -27,6 +26,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .errors import ProgramError
+from .grammar_tables import load_parser
 from .metric import (AUX_PREFIX, OPERATORS, BodyItem, GenRule, MetricLiteral, Operand,
                      PlainLiteral, Translator, check_operand)
 from .syntax import (Atom, Const, DelayDecl, Literal, Lrp, Program, Rule, Span, Time, Translation,
@@ -34,7 +34,6 @@ from .syntax import (Atom, Const, DelayDecl, Literal, Lrp, Program, Rule, Span, 
 
 SpanTable = dict[tuple[str, int, int, int], Span]
 
-_GRAMMAR = "grammar.lark"  # package data: read through importlib.resources (works from zips)
 
 # How terminals are named in "expected ..." messages; None hides a synonym.
 _TERMINAL_NAMES = {
@@ -54,14 +53,9 @@ _DIRECTIVES = ("#query", "#domain", "#delay", "#rigid")
 
 @functools.lru_cache(maxsize=1)
 def _lark() -> Lark:
-    """The (immutable, cached) LALR parser built from grammar.lark."""
-    return Lark(
-        importlib.resources.files("reasoning").joinpath(_GRAMMAR).read_text(encoding="utf-8"),
-        parser="lalr",
-        propagate_positions=True,
-        maybe_placeholders=False,
-        start=["start", "single_atom"],
-    )
+    """The (immutable, cached) LALR parser of grammar.lark (from its tables generated ahead
+    when they are current: grammar_tables.py)."""
+    return load_parser()
 
 
 # --------------------------------------------------------------------------- public API

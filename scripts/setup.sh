@@ -36,4 +36,8 @@ import lark, pyspark, deltalake, airflow, great_expectations, clingo, polars, me
     >>"$LOG" 2>&1 || { echo "setup: requirements did not install (see $LOG)" >&2; exit 1; }
   echo "$WANT" > "$STAMP"
 fi
+# Byte-compile the project's sources (incremental: only changed files).  With
+# PYTHONDONTWRITEBYTECODE set, as on this machine's kind and in the image, Python never writes
+# them itself and every `hypo` start compiled ~40 modules again (~0.1 s of a 0.6 s start).
+.venv/bin/python -m compileall -q reasoning jobs schemas hypo_cli dags >/dev/null
 export GX_ANALYTICS_ENABLED=false
