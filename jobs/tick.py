@@ -25,6 +25,7 @@ driver (the reference, for comparison).  The tables are the same.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -89,6 +90,14 @@ class Timer:
         gb = _peak_gb(self._hwm)
         if gb is not None:
             self.peaks[name] = gb
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, e.g. `taskset`), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _reset_peak() -> bool:
@@ -429,7 +438,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
 
     from . import confidence
     from .state import STATE_KINDS, load_state, state_frame
-    from .validate import gx_summary, with_duplicates, with_hints, with_reasons
+    from .dq import GX_COLUMNS
+    from .validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary, with_duplicates,
+                           with_hints, with_reasons)
 
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
     io = SparkIO(spark()) if ctx.used == "spark" else LocalIO()
@@ -455,107 +466,124 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     n_dup = by.get("duplicate", 0)
     n_ign = by.get("ignored", 0)
     n_rej = n_slice - n_dup - n_ign - by.get("", 0)
-    if n_slice:
-        dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
-    else:
+    beside = None  # GX checks the slice on a thread while the local executor's engine runs
+    if not n_slice:
         dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
-    q = _quarantine_frame(B, v) if n_rej + n_dup else None
-    tm.lap(f"validate ({io.name} + GX)")
-    fault("after_validate", tau)
-    good = B.filter(v, B.is_null(code))
-    del v
-    # ---- 2./3. Algorithm 1
-    conf_on = confidence.enabled(lake.program_info)
-    has_prev = prev is not None
-    prev_model = confidence.previous_model(B, prev) if conf_on else None
-    answers_df = None
-    if ctx.used == "row":  # objs: the main query's answers (every query's with confidence)
-        state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
-        if not conf_on:
-            answers_df = _answers_frame(B, objs)
+    elif io.name == "local" and GX_BESIDE and n_slice <= GX_CHUNK_ROWS and usable_cpus() > 1:
+        # (on one CPU the two threads would only take turns; the thread holds the six checked
+        # columns only; above one chunk of rows the checks' pandas copies would add to the
+        # engine's peak memory: GX then runs first, as it does on the Spark executor)
+        gx_cols = B.select(v, [B.col(c) for c in GX_COLUMNS])
+        beside = GXBeside(functools.partial(gx_summary, B, gx_cols, cp, lake.program_id(),
+                                            n_slice))
+        del gx_cols
     else:
-        from reasoning.columnar import ColumnarEngine
-        from reasoning.columnar.render import Renderer
-
-        eng = ColumnarEngine(cp, backend=B)
-        if prev is not None:
-            load_state(B, eng, prev, tau - 1, cp)
-        del prev
-        D = {p: B.select(B.filter(good, B.col("pred") == B.lit(p, OBJ)),
-                         [B.alias(B.get_item(B.col("args"), i), f"a{i}")
-                          for i in range(arity - 1)] + [B.alias(B.col("time"), "t")])
-             for p, arity in sorted(eng.edb.items())}
-        if not conf_on:
-            del good
-        rep = eng.step(D, tau, snapshot=False, clean=True)
-        del D
-        ren = Renderer(eng)
-        if conf_on:  # every query's answers, for the model; the main ones get confidences
-            lines = ren.lines(rep.frames, tau, True, True)
-            with frozen_survivors():
-                objs = [json.loads(x) for x in lines]
+        dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
+    try:
+        q = _quarantine_frame(B, v) if n_rej + n_dup else None
+        tm.lap(f"validate ({io.name}{' + GX' if beside is None else ''})")
+        fault("after_validate", tau)
+        good = B.filter(v, B.is_null(code))
+        del v
+        # ---- 2./3. Algorithm 1
+        conf_on = confidence.enabled(lake.program_info)
+        has_prev = prev is not None
+        prev_model = confidence.previous_model(B, prev) if conf_on else None
+        answers_df = None
+        if ctx.used == "row":  # objs: the main query's answers (every query's with confidence)
+            state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
+            if not conf_on:
+                answers_df = _answers_frame(B, objs)
         else:
-            answers_df = ren.lines(rep.frames, tau, False, True, table=True)
-        state_df = state_frame(B, eng, cp)
-        del eng, rep, ren
-    tm.lap(f"engine ({ctx.used})")
-    if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
-        with frozen_survivors():
-            facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
-                     B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
-            conf = confidence.tick_confidence(cp, prev_model, tau, facts, objs,
-                                              has_prev=has_prev)
-            main_q = str(cp.main.atom)
-            answers_df = _answers_frame(B, [o for o in objs if o["query"] == main_q], conf)
-            model = B.from_rows([confidence.model_row(conf)],
-                                {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
-        state_df = B.concat([state_df, model])
-        tm.lap("confidence (driver)")
-    # ---- 4. the files (uncommitted until the commits)
-    tag = f"{tau:08d}-{run}"
-    state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
-    q_dir = f"tick={tau}/stage=tick/r-{run}"
-    state_actions = io.write(B.select_cols(state_df, list(STATE_FILE_COLS)),
-                             lake.path("state"), state_dir, "state", {"tick": str(tau)},
-                             f"state-{tag}")
-    tm.lap("write state")
-    answer_actions = []
-    if answers_df is not None:
-        ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
-        have = set(B.columns(answers_df))
-        items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
-                 B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
-                 B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
-        answer_actions = io.write(B.select(answers_df, items), lake.path("answers"), ans_dir,
-                                  "answers", {"tick": str(tau)}, f"answers-{tag}")
-    tm.lap("write answers")
-    del state_df, answers_df
-    q_actions = []
-    if q is not None:
-        q_actions = io.write(q, lake.path("quarantine"), q_dir, "quarantine",
-                             {"tick": str(tau), "stage": "tick"}, f"quarantine-{tag}")
-    if bad_files:
-        qt = pa.Table.from_pylist([{k: r.get(k) for k in QUAR_FILE_COLS} for r in bad_files],
-                                  schema=arrow_schema("quarantine", with_partitions=False))
-        q_actions.append(delta.write_file(lake.path("quarantine"), "quarantine", qt, q_dir,
-                                          {"tick": str(tau), "stage": "tick"},
-                                          name=f"files-{tag}.parquet"))
-    tm.lap("write quarantine")
-    n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
-                                     for a in state_actions], STATE_FILE_COLS)
-    n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
-                                    for a in answer_actions], ["json"])
-    tm.lap("digests")
-    counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
-              "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign, "quarantined": n_rej + n_dup + len(bad_files),
-              "state_rows": n_state, "answers": n_ans, "definite": st.get("definite", 0),
-              "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
-              "executor": ctx.used}
-    if io.name == "spark":
-        counts["spark_jobs_on_driver"] = B.actions
-    return {"state_actions": state_actions, "answer_actions": answer_actions,
-            "quarantine_actions": q_actions, "dq": dq, "counts": counts,
-            "state_digest": sdig, "answers_digest": adig}
+            from reasoning.columnar import ColumnarEngine
+            from reasoning.columnar.render import Renderer
+
+            eng = ColumnarEngine(cp, backend=B)
+            if prev is not None:
+                load_state(B, eng, prev, tau - 1, cp)
+            del prev
+            D = {p: B.select(B.filter(good, B.col("pred") == B.lit(p, OBJ)),
+                             [B.alias(B.get_item(B.col("args"), i), f"a{i}")
+                              for i in range(arity - 1)] + [B.alias(B.col("time"), "t")])
+                 for p, arity in sorted(eng.edb.items())}
+            if not conf_on:
+                del good
+            rep = eng.step(D, tau, snapshot=False, clean=True)
+            del D
+            ren = Renderer(eng)
+            if conf_on:  # every query's answers, for the model; the main ones get confidences
+                lines = ren.lines(rep.frames, tau, True, True)
+                with frozen_survivors():
+                    objs = [json.loads(x) for x in lines]
+            else:
+                answers_df = ren.lines(rep.frames, tau, False, True, table=True)
+            state_df = state_frame(B, eng, cp)
+            del eng, rep, ren
+        tm.lap(f"engine ({ctx.used})")
+        if beside is not None:
+            dq = beside.result()
+            tm.lap("GX (the wait for it after the engine)")
+        if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/confidence.py)
+            with frozen_survivors():
+                facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
+                         B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
+                conf = confidence.tick_confidence(cp, prev_model, tau, facts, objs,
+                                                  has_prev=has_prev)
+                main_q = str(cp.main.atom)
+                answers_df = _answers_frame(B, [o for o in objs if o["query"] == main_q], conf)
+                model = B.from_rows([confidence.model_row(conf)],
+                                    {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
+            state_df = B.concat([state_df, model])
+            tm.lap("confidence (driver)")
+        # ---- 4. the files (uncommitted until the commits)
+        tag = f"{tau:08d}-{run}"
+        state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
+        q_dir = f"tick={tau}/stage=tick/r-{run}"
+        state_actions = io.write(B.select_cols(state_df, list(STATE_FILE_COLS)),
+                                 lake.path("state"), state_dir, "state", {"tick": str(tau)},
+                                 f"state-{tag}")
+        tm.lap("write state")
+        answer_actions = []
+        if answers_df is not None:
+            ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
+            have = set(B.columns(answers_df))
+            items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
+                     B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
+                     B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
+            answer_actions = io.write(B.select(answers_df, items), lake.path("answers"), ans_dir,
+                                      "answers", {"tick": str(tau)}, f"answers-{tag}")
+        tm.lap("write answers")
+        del state_df, answers_df
+        q_actions = []
+        if q is not None:
+            q_actions = io.write(q, lake.path("quarantine"), q_dir, "quarantine",
+                                 {"tick": str(tau), "stage": "tick"}, f"quarantine-{tag}")
+        if bad_files:
+            qt = pa.Table.from_pylist([{k: r.get(k) for k in QUAR_FILE_COLS} for r in bad_files],
+                                      schema=arrow_schema("quarantine", with_partitions=False))
+            q_actions.append(delta.write_file(lake.path("quarantine"), "quarantine", qt, q_dir,
+                                              {"tick": str(tau), "stage": "tick"},
+                                              name=f"files-{tag}.parquet"))
+        tm.lap("write quarantine")
+        n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
+                                         for a in state_actions], STATE_FILE_COLS)
+        n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
+                                        for a in answer_actions], ["json"])
+        tm.lap("digests")
+        counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
+                  "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign, "quarantined": n_rej + n_dup + len(bad_files),
+                  "state_rows": n_state, "answers": n_ans, "definite": st.get("definite", 0),
+                  "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
+                  "executor": ctx.used}
+        if io.name == "spark":
+            counts["spark_jobs_on_driver"] = B.actions
+        return {"state_actions": state_actions, "answer_actions": answer_actions,
+                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
+                "state_digest": sdig, "answers_digest": adig}
+    except BaseException:
+        if beside is not None:
+            beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
+        raise
 
 
 def _quarantine_frame(B, v):

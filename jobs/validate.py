@@ -213,12 +213,102 @@ def _int64(pdf):
 
 
 def _validate(bd, suite, frame):
+    """One GX validation, its console output swallowed: on the main thread by redirecting
+    sys.stdout/stderr; on a GXBeside thread by the router GXBeside installed (a redirect there
+    would also swallow what the main thread prints meanwhile)."""
     import contextlib
     import io
+    import threading
 
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+    def run():
         return bd.get_batch(batch_parameters={"dataframe": frame}).validate(
             suite, result_format={"result_format": "BASIC"})
+
+    if threading.get_ident() in _MUTED:
+        return run()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        return run()
+
+
+_MUTED: set = set()  # idents of GXBeside threads, whose writes to sys.stdout/stderr are dropped
+
+
+class _Router:
+    """sys.stdout/sys.stderr while a GXBeside thread runs: a write from that thread is
+    dropped, any other goes to the stream that was in place."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, s):
+        import threading
+
+        if threading.get_ident() in _MUTED:
+            return len(s)
+        return self._stream.write(s)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class GXBeside:
+    """gx_summary on a thread while the tick's engine runs on the main one (the local
+    executor: the engine's Polars operations release the GIL and leave a core idle part of
+    the time, which GX's pandas checks fill).  result() waits for it and returns the summary
+    or raises what it raised; close() gives sys.stdout/stderr back without waiting (a tick
+    that failed first: the daemon thread may still finish, unrouted — GX prints nothing with
+    its progress bars off; the routing is a guard)."""
+
+    def __init__(self, fn):
+        import sys
+        import threading
+
+        self._out, self._err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Router(self._out), _Router(self._err)
+        # GX's pandas code holds the GIL for long stretches; the engine's thread needs it
+        # for a moment at each Polars operation and, at the default 5 ms switch interval,
+        # waited up to that long each time
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
+        self._got: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="hypo-gx",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        import threading
+
+        me = threading.get_ident()
+        _MUTED.add(me)
+        try:
+            self._got.append(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 — raised again by result()
+            self._got.append(("error", e))
+        finally:
+            _MUTED.discard(me)
+
+    def result(self) -> list[dict]:
+        self._thread.join()
+        self.close()
+        kind, value = self._got[0]
+        if kind == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        import sys
+
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
+        if isinstance(sys.stdout, _Router) and sys.stdout._stream is self._out:
+            sys.stdout = self._out
+        if isinstance(sys.stderr, _Router) and sys.stderr._stream is self._err:
+            sys.stderr = self._err
+
+
+GX_BESIDE = os.environ.get("HYPO_LAKE_GX_BESIDE", "1") != "0"
+SWITCH_INTERVAL = float(os.environ.get("HYPO_LAKE_GX_SWITCH", "0.0005"))
 
 
 def _summary(results: list) -> list[dict]:

@@ -521,3 +521,73 @@ def test_local_reader_conforms_files_of_different_schemas(tmp_path):
         assert sorted(df.get_column("time").to_list()) == [1, 2]
         assert df.get_column("source").null_count() == 1
     assert LocalIO().read([], "facts").height == 0
+
+
+def _dq_doc(lake: str, tau: int) -> dict:
+    from jobs.store import Lake
+
+    doc = json.loads(open(os.path.join(Lake(lake).meta_dir, "dq", f"tick={tau}.json")).read())
+    doc.pop("run")
+    return doc
+
+
+def test_gx_beside_the_engine_records_the_same_dq(tmp_path, monkeypatch):
+    """The local executor runs GX on a thread beside the engine: the tick's data-quality
+    record (and its answers) are those of GX run before the engine."""
+    import jobs.validate as jv
+    from jobs import lake as api
+
+    s = tmp_path / "s.jsonl"
+    s.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n{"tick": 0, "fact": "Hot(wt2, 0)"}\n'
+                 '{"tick": 0, "fact": "Hot(wt2, 0)"}\n{"tick": 0, "fact": "Hot(wt3, 9)"}\n'
+                 '{"tick": 0, "fact": "Cold(wt1, 0)"}\n')
+    import jobs.tick as jt
+
+    got = {}
+    for beside, cpus in ((True, 2), (False, 2), (True, 1)):
+        monkeypatch.setattr(jv, "GX_BESIDE", beside)
+        monkeypatch.setattr(jt, "usable_cpus", lambda: cpus)
+        lake = str(tmp_path / f"lake{beside}{cpus}")
+        api.init(lake, TURBINES)
+        api.ingest(lake, 0, [str(s)])
+        r = api.run_tick(lake, 0, executor="local")
+        # on one CPU GX runs before the engine, as with the option off
+        assert any(k.startswith("GX") for k in r["seconds"]) == (beside and cpus > 1), \
+            r["seconds"]
+        got[beside, cpus] = (_dq_doc(lake, 0), r["counts"], r["answers_digest"])
+    assert got[True, 2] == got[False, 2] == got[True, 1]
+    assert got[True, 2][0]["expectations"] and not got[True, 2][0]["success"]
+
+
+def test_gx_beside_drops_only_its_own_output_and_reraises(capsys):
+    import sys
+    import threading
+
+    from jobs.validate import GXBeside
+
+    go = threading.Event()
+
+    def noisy():
+        go.wait(5)
+        print("from GX")
+        print("from GX", file=sys.stderr)
+        return [{"expectation": "x"}]
+
+    out0, err0 = sys.stdout, sys.stderr
+    b = GXBeside(noisy)
+    print("from the engine")
+    go.set()
+    assert b.result() == [{"expectation": "x"}]
+    assert sys.stdout is out0 and sys.stderr is err0
+    seen = capsys.readouterr()
+    assert "from the engine" in seen.out and "from GX" not in seen.out + seen.err
+
+    def boom():
+        raise ValueError("GX failed")
+
+    with pytest.raises(ValueError, match="GX failed"):
+        GXBeside(boom).result()
+    assert sys.stdout is out0 and sys.stderr is err0
+    b = GXBeside(lambda: go.wait(5))
+    b.close()  # a tick that failed first: the streams are given back at once
+    assert sys.stdout is out0 and sys.stderr is err0
