@@ -305,9 +305,7 @@ class LocalIO:
         if df.schema != target:  # (a copy of the whole frame)
             df = df.cast(target)
         n = df.height
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-            (os.cpu_count() or 1)
-        k = max(1, min(cpus, n // LOCAL_FILE_ROWS))
+        k = max(1, min(usable_cpus(), n // LOCAL_FILE_ROWS))
         step = -(-n // k) if n else 0
 
         def one(i: int):
