@@ -24,16 +24,36 @@ class ProgramError(HypoError):
         head = f"{s.file}:{s.line}:{s.column}: error: {self.message}"
         lines = self.source.splitlines()
         if 1 <= s.line <= len(lines):
-            text = lines[s.line - 1].expandtabs(1)
             width = 1
             if s.end_line == s.line and s.end_column > s.column:
                 width = s.end_column - s.column
-            caret = " " * max(s.column - 1, 0) + "^" + "~" * (width - 1)
+            text, caret = excerpt(lines[s.line - 1].expandtabs(1), s.column, width)
             return f"{head}\n    {text}\n    {caret}"
         return head
 
     def __str__(self) -> str:
         return self.format()
+
+
+EXCERPT_COLUMNS = 100  # a longer source line is shown as a window around the column
+
+
+def excerpt(text: str, column: int, width: int = 1) -> tuple[str, str]:
+    """The source line and its caret line under `column` (1-based) for `width` characters;
+    a line longer than EXCERPT_COLUMNS is cut to a window around the column, marked with
+    `…` where cut (a generated program's 10⁵-character line gives a two-line excerpt, not
+    an error message of twice its size)."""
+    col = max(column - 1, 0)
+    if len(text) <= EXCERPT_COLUMNS:
+        return text, " " * col + "^" + "~" * (width - 1)
+    start = max(0, min(col - EXCERPT_COLUMNS // 3, len(text) - EXCERPT_COLUMNS))
+    end = start + EXCERPT_COLUMNS
+    left = "…" if start > 0 else ""
+    right = "…" if end < len(text) else ""
+    shown = left + text[start:end] + right
+    at = len(left) + col - start
+    span = max(1, min(width, len(left) + (end - start) - at))
+    return shown, " " * at + "^" + "~" * (span - 1)
 
 
 class ProgramWarning:

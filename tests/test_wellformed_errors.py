@@ -294,3 +294,33 @@ def test_errors_are_never_lark_exceptions():
             parse_program(text, FILE)
         assert exc.value.span.line >= 1 and exc.value.span.column >= 1
         assert exc.value.format().startswith(f"{FILE}:")
+
+
+# --------------------------------------------------------------------------- long lines
+
+
+@pytest.mark.parametrize("before,after", [(5000, 10), (10, 5000), (3000, 3000), (40, 40)])
+def test_a_long_source_line_is_shown_as_a_window_around_the_error(before, after):
+    """A generated program's very long line: the excerpt is at most ~100 columns, cut with
+    `…`, and the caret still points at the offending character."""
+    from reasoning.errors import EXCERPT_COLUMNS
+
+    body = ", ".join(f"A{i}(X, T)" for i in range(before // 10))
+    tail = ", ".join(f"C{i}(X, T)" for i in range(after // 10))
+    text = f"#query Q(X, T).\nQ(X, T) :- {body}, B(X, T) $ {tail}."
+    err = error_of(text)
+    line = text.splitlines()[1]
+    assert err.span.column == line.index("$") + 1
+    shown, caret = err.format().splitlines()[1:]
+    assert len(shown) <= 4 + EXCERPT_COLUMNS + 2
+    assert shown[4:].strip("…") in line
+    assert shown[caret.index("^")] == "$"
+    assert shown.startswith("    …") == (len(line) > EXCERPT_COLUMNS
+                                        and line.index("$") > EXCERPT_COLUMNS // 3)
+
+
+def test_a_long_token_is_underlined_only_within_the_window():
+    text = "#query Q(X, T).\n#delay A = " + "9" * 5000 + ".\nQ(X, T) :- A(X, T)."
+    shown, caret = error_of(text).format().splitlines()[1:]
+    assert shown.endswith("…") and len(caret) <= len(shown)
+    assert set(caret.strip()) == {"^", "~"}
