@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import random
-import re
 from pathlib import Path
 
 import pytest

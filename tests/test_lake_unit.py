@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import delta
-from jobs.generate import random_case, turbine_program
+from jobs.generate import turbine_program
 from jobs.ingest import read_files
 from lakehelp import check_lake_equals_run, hypo, write_program
-from reasoning.compiler import compile_file, compile_program
+from reasoning.compiler import compile_file
 from reasoning.patterns import Fact
 
 TURBINES = "examples/wind_turbines.tdl"
