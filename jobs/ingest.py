@@ -94,6 +94,45 @@ def check_files(files: list[str]) -> None:
             raise InputError(f"{f}: permission denied")
 
 
+def spool_streams(files: list[str], tmpdir: str) -> dict[str, str]:
+    """Copy every file that is not a regular file (a FIFO, a shell's `<(…)` pipe, a device)
+    to a regular file under tmpdir, read once: ingest reads a file more than once (its
+    SHA-256 makes a re-ingest idempotent, then its rows), and a pipe's second read would
+    wait for ever for another writer.  Returns {spooled path: the name given}."""
+    import shutil
+    import stat
+    import tempfile
+
+    out: dict[str, str] = {}
+    for i, f in enumerate(files):
+        if stat.S_ISREG(os.stat(f).st_mode):
+            continue
+        os.makedirs(tmpdir, exist_ok=True)
+        base = os.path.basename(f)
+        ext = os.path.splitext(base)[1]  # the format by name, else sniffed (detect_format)
+        if ext.lower() not in (".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".pq"):
+            ext = ""
+        fd, tmp = tempfile.mkstemp(prefix="spool-", suffix=ext, dir=os.path.abspath(tmpdir))
+        try:
+            with open(f, "rb") as src, os.fdopen(fd, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        out[tmp] = os.path.abspath(f)
+        files[i] = tmp
+    return out
+
+
+def rename_sources(parsed: "Parsed", names: dict[str, str]) -> None:
+    """The rows read from spooled copies name the file the user gave (spool_streams)."""
+    if not names:
+        return
+    parsed.source = [names.get(s, s) for s in parsed.source]
+    for r in parsed.rejected:
+        r["source"] = names.get(r["source"], r["source"])
+
+
 def raw_lines(path: str) -> Iterator[tuple[int, bytes, int, bool]]:
     """(line number, bytes (at most MAX_LINE+1), total length, too long) per line."""
     with open(path, "rb") as fh:

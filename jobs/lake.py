@@ -17,7 +17,7 @@ from reasoning.errors import ProgramError
 
 from . import delta
 from .errors import InputError, LakeError, ProgramMismatch
-from .ingest import check_files, file_sha256, read_files
+from .ingest import check_files, file_sha256, read_files, rename_sources, spool_streams
 from .store import DATA_TABLES, Lake, now
 from schemas.lake import STATE_FORMAT
 
@@ -95,12 +95,25 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         files = sorted(os.path.join(land, f) for f in os.listdir(land)
                        if f.lower().endswith((".jsonl", ".ndjson", ".json", ".csv", ".parquet")))
     check_files(files)
+    files = list(files)
+    spooled = spool_streams(files, os.path.join(L.meta_dir, "spool"))
+    try:
+        return _ingest_files(L, cp, files, spooled, tick, master)
+    finally:
+        for f in spooled:
+            os.unlink(f)
+
+
+def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[int],
+                  master: Optional[str]) -> dict:
+    """ingest() of regular files (spooled: {copy: the name given} of pipes read once)."""
     shas = [file_sha256(f) for f in files]
     batch = hashlib.sha256(json.dumps({"tick": tick, "files": sorted(shas)}).encode()
                            ).hexdigest()[:24]
     facts_done = batch in _batches_in(L.path("facts"))
     quar_done = batch in _batches_in(L.path("quarantine"))
-    result: dict[str, Any] = {"batch": batch, "files": [os.path.abspath(f) for f in files],
+    result: dict[str, Any] = {"batch": batch, "files": [spooled.get(f, os.path.abspath(f))
+                                                        for f in files],
                               "tick": tick, "skipped": False}
     already = dict(skipped=True, accepted=0, rejected=0, by_tick={}, reasons={},
                    message=f"already ingested (batch {batch}), nothing to do")
@@ -108,6 +121,7 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         result.update(already)
         return result
     parsed, unreadable = read_files([os.path.abspath(f) for f in files], cp, tick)
+    rename_sources(parsed, spooled)
     if (facts_done or quar_done) and (facts_done or not len(parsed)) and \
             (quar_done or not parsed.rejected):
         result.update(already)  # a clean (or all-bad) slice writes to one table only
@@ -116,7 +130,7 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         if os.path.abspath(f) in unreadable:
             d = os.path.join(L.meta_dir, "rejected")
             os.makedirs(d, exist_ok=True)
-            dst = os.path.join(d, f"{sha[:16]}-{os.path.basename(f)}")
+            dst = os.path.join(d, f"{sha[:16]}-{os.path.basename(spooled.get(f, f))}")
             if not os.path.exists(dst):
                 shutil.copyfile(f, dst)
     for r in parsed.rejected:
@@ -144,7 +158,7 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
     result.update(accepted=len(parsed), rejected=len(parsed.rejected),
                   by_tick={int(k): v for k, v in sorted(by_tick.items())},
                   reasons=dict(Counter(r["reason_code"] for r in parsed.rejected)),
-                  unreadable_files=unreadable)
+                  unreadable_files=[spooled.get(u, u) for u in unreadable])
     if late:
         result["warning"] = (f"tick(s) {', '.join(map(str, late))} were already processed; re-run "
                              f"`hypo lake run --from {late[0]} --to {L.last_tick(done)}` to "

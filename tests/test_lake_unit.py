@@ -386,6 +386,43 @@ def test_reingest_of_a_clean_slice_says_nothing_to_do(tmp_path):
     assert after["facts"] == v["facts"]
 
 
+def test_ingest_reads_a_fifo_or_a_pipe_once(tmp_path):
+    """A FIFO (or a shell's `<(…)` pipe) is read once into a spooled copy: ingest reads a
+    file more than once (its SHA-256, then its rows), and the second read of a pipe used to
+    wait for ever.  Rows and quarantined lines name the path given; the copy is removed; the
+    same content ingested again from a file is recognised as the same batch."""
+    import threading
+
+    from deltalake import DeltaTable
+
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    text = '{"tick": 0, "fact": "Hot(wt1, 0)"}\nnot json\n{"tick": 1, "fact": "Hot(wt2, 1)"}\n'
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "w") as fh:
+            fh.write(text)
+
+    w = threading.Thread(target=write, daemon=True)
+    w.start()
+    got = api.ingest(lake, None, [fifo])
+    w.join(timeout=10)
+    assert got["accepted"] == 2 and got["rejected"] == 1 and got["files"] == [fifo]
+    q = DeltaTable(os.path.join(lake, "quarantine")).to_pandas()
+    f = DeltaTable(os.path.join(lake, "facts")).to_pandas()
+    assert set(q["source"]) == {fifo} and list(q["line"]) == [2]
+    assert set(f["source"]) == {fifo} and sorted(f["line"]) == [1, 3]
+    assert not os.listdir(os.path.join(lake, "_hypo", "spool"))
+    plain = tmp_path / "feed.jsonl"
+    plain.write_text(text)
+    again = api.ingest(lake, None, [str(plain)])
+    assert again["skipped"] and "already ingested" in again["message"]
+
+
 def test_declared_unused_facts_are_ignored_in_the_lake_and_hints_match_hypo_run(tmp_path):
     """Issue 10 in the lake: the relational validation gives `ignored` (counted, never
     quarantined) and the same "did you mean" reasons as `hypo run`."""
