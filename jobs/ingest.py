@@ -142,6 +142,8 @@ def raw_lines(path: str) -> Iterator[tuple[int, bytes, int, bool]]:
             if not chunk:
                 return
             no += 1
+            if no == 1 and chunk.startswith(b"\xef\xbb\xbf"):  # a byte-order mark (Excel's
+                chunk = chunk[3:]                              # "CSV UTF-8" writes one)
             if len(chunk) > MAX_LINE and not chunk.endswith(b"\n"):
                 total = len(chunk)
                 while True:  # skip the rest of the over-long line

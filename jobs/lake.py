@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from reasoning.atomic import write_json
-from reasoning.compiler import compile_file
+from reasoning.compiler import compile_file, read_program_text
 from reasoning.errors import ProgramError
 
 from . import delta
@@ -32,8 +32,7 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     program and options; refused for others."""
     L = Lake(lake)
     cp = compile_file(program_path, query)  # ProgramError: reported with its location
-    with open(program_path, encoding="utf-8") as fh:
-        text = fh.read()
+    text = read_program_text(program_path)
     h = hashlib.sha256(text.encode()).hexdigest()
     if L.exists():
         info = L.program_info

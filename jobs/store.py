@@ -123,11 +123,13 @@ class Lake:
         """Refuse to run with another program than the one stored at init."""
         if program_path is None:
             return
+        from reasoning.compiler import read_program_text
+        from reasoning.errors import ProgramError
+
         try:
-            with open(program_path, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as e:
-            raise LakeMissing(f"cannot read program {program_path}: {e.strerror}") from None
+            text = read_program_text(program_path)  # as init stored it (no byte-order mark)
+        except ProgramError as e:
+            raise LakeMissing(f"{program_path}: {e.message}") from None
         h = hashlib.sha256(text.encode()).hexdigest()
         info = self.program_info
         if h != info["hash"] or (query is not None and query != info.get("query")):

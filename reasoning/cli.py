@@ -19,7 +19,7 @@ from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
 from .pruning import Pruner, wants_confidence
 from .runreport import RunReport
 from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
-from .stream import Prefetched, Slice, StreamReader, open_stream
+from .stream import STDIN, Prefetched, Slice, StreamReader, open_stream, stream_name
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -31,8 +31,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for w in cp.warnings:
         print(w.format(), file=err)
     with open_stream(args.stream) as fh:
-        return _run(args, cp, StreamReader(fh, cp, args.stream, args.max_gap), out, err,
-                    prefetch=os.path.isfile(args.stream))
+        return _run(args, cp, StreamReader(fh, cp, stream_name(args.stream), args.max_gap), out,
+                    err, prefetch=args.stream != STDIN and os.path.isfile(args.stream))
 
 
 def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO,
@@ -88,7 +88,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             rep_data.tick(tau, len(sl), rep.duplicates, objs)
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
-                print(f"{args.stream}:{line}: ignored (tick {tau}): duplicate: {f} had "
+                print(f"{stream_name(args.stream)}:{line}: ignored (tick {tau}): duplicate: {f} had "
                       f"already arrived", file=err)
         duplicates += rep.duplicates
         accepted += len(sl) - rep.duplicates
@@ -232,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=["text", "json"], default="text")
     r = sub.add_parser("run", help="run a program over a JSON-lines stream")
     r.add_argument("program")
-    r.add_argument("--stream", required=True, help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"}')
+    r.add_argument("--stream", required=True,
+                   help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"} (`-`: standard input)')
     r.add_argument("--query")
     r.add_argument("--until", type=int, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")

@@ -193,16 +193,21 @@ def _check_termination(prog: Program, an: Analysis, qspan: Span) -> None:
             )
 
 
-def compile_file(path: str, query: Optional[str] = None) -> CompiledProgram:
-    """Compile a program file."""
-    p = Path(path)
+def read_program_text(path: str) -> str:
+    """A program file's text (UTF-8; a leading byte-order mark, which Windows editors write,
+    is dropped)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ProgramError(f"cannot read program: {e.strerror}", Span(str(path), 0, 0)) from None
     except UnicodeDecodeError as e:
         raise ProgramError(f"program is not UTF-8 text ({e.reason})", Span(str(path), 1, 1)) from None
-    return compile_program(text, str(path), query)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def compile_file(path: str, query: Optional[str] = None) -> CompiledProgram:
+    """Compile a program file."""
+    return compile_program(read_program_text(path), str(path), query)
 
 
 def describe_text(cp: CompiledProgram) -> str:

@@ -21,7 +21,8 @@ class ProgramError(HypoError):
 
     def format(self) -> str:
         s = self.span
-        head = f"{s.file}:{s.line}:{s.column}: error: {self.message}"
+        where = f"{s.file}:{s.line}:{s.column}" if s.line > 0 else s.file  # 0: the file itself
+        head = f"{where}: error: {self.message}"
         lines = self.source.splitlines()
         if 1 <= s.line <= len(lines):
             width = 1

@@ -467,9 +467,22 @@ class StreamReader:
             yield sl.tick, sl.entries()
 
 
+STDIN = "-"  # --stream -: standard input
+
+
 def open_stream(path: str):
-    """A stream file's lines (undecodable bytes are replaced, and so rejected by parsing)."""
-    return open(path, encoding="utf-8", errors="replace")
+    """A stream file's lines (undecodable bytes are replaced, and so rejected by parsing; a
+    leading byte-order mark is dropped); `-` is standard input."""
+    if path == STDIN:
+        import sys
+
+        return open(sys.stdin.fileno(), encoding="utf-8-sig", errors="replace", closefd=False)
+    return open(path, encoding="utf-8-sig", errors="replace")
+
+
+def stream_name(path: str) -> str:
+    """The name a stream's lines are reported under (file:line)."""
+    return "<stdin>" if path == STDIN else path
 
 
 def read_stream(lines: Iterable[str], cp: CompiledProgram, source: str = "<stream>") -> Stream:

@@ -189,3 +189,29 @@ def test_ctrl_c_while_waiting_on_a_fifo_stops_with_one_line(tmp_path):
         writer.close()
     assert p.returncode == 130
     assert err.decode().strip().splitlines()[-1] == "hypo: interrupted"
+
+
+def test_stream_from_standard_input_and_byte_order_marks(tmp_path):
+    """`--stream -` reads standard input (reported as <stdin>:LINE); a byte-order mark at
+    the start of a program or of a stream file (Windows editors write one) is not an error."""
+    prog = tmp_path / "p.tdl"
+    prog.write_bytes("\ufeff#query Q(X, T).\r\nQ(X, T) :- A(X, T).\r\n".encode("utf-8"))
+    stream = '{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 0, "fact": "A(a, 0)"}\nbad\n'
+    for engine in ("row", "columnar"):
+        p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", str(prog), "--stream",
+                            "-", "--format", "jsonl", "--engine", engine], input=stream,
+                           capture_output=True, text=True, cwd=str(ROOT))
+        assert p.returncode == 1, p.stderr  # one line rejected
+        assert json.loads(p.stdout.splitlines()[0])["substitution"] == {"X": "a", "T": 0}
+        assert "<stdin>:3: rejected" in p.stderr and "<stdin>:2: ignored" in p.stderr
+    bom = tmp_path / "s.jsonl"
+    bom.write_bytes(b'\xef\xbb\xbf{"tick": 0, "fact": "A(b, 0)"}\n')
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", str(prog), "--stream",
+                        str(bom), "--format", "jsonl"], capture_output=True, text=True,
+                       cwd=str(ROOT))
+    assert p.returncode == 0 and '"X": "b"' in p.stdout, p.stderr
+
+
+def test_an_unreadable_program_is_named_without_a_position(tmp_path, capsys):
+    assert main(["check", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"{tmp_path}: error: cannot read program")

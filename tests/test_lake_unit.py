@@ -13,7 +13,7 @@ import pytest
 from jobs import delta
 from jobs.generate import turbine_program
 from jobs.ingest import read_files
-from lakehelp import check_lake_equals_run, hypo, write_program
+from lakehelp import check_lake_equals_run, hypo, lake_lines, write_program
 from reasoning.compiler import compile_file
 from reasoning.patterns import Fact
 
@@ -335,6 +335,38 @@ def test_concurrent_ingests_of_one_slice_commit_exactly_once(tmp_path, stagger):
         on_disk = [os.path.join(d, x) for d, _, xs in os.walk(path) if "_delta_log" not in d
                    for x in xs if x.endswith(".parquet")]
         assert len(on_disk) == len(files), (kind, on_disk, files)
+
+
+def test_a_program_with_a_byte_order_mark_inits_and_runs_the_lake(tmp_path):
+    """The program file as a Windows editor saves it (BOM, CRLF): init stores it, a tick
+    checked against the same file runs; a program that is not text is refused in one line."""
+    import pytest
+
+    from jobs import lake as api
+    from jobs.errors import LakeMissing
+
+    prog = tmp_path / "p.tdl"
+    prog.write_bytes("\ufeff#query Q(X, T).\r\nQ(X, T) :- A(X, T).\r\n".encode("utf-8"))
+    lake = str(tmp_path / "lake")
+    api.init(lake, str(prog))
+    s = _write(tmp_path / "s.jsonl", b'{"tick": 0, "fact": "A(a, 0)"}\n')
+    api.ingest(lake, 0, [s])
+    got = api.run_tick(lake, 0, executor="local", program=str(prog))
+    assert lake_lines(lake, 0, "definite"), got
+    bad = _write(tmp_path / "bad.tdl", b"\xff\xfe#query")
+    with pytest.raises(LakeMissing, match="not UTF-8 text"):
+        api.run_tick(lake, 1, executor="local", program=bad)
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_not_a_bad_row(tmp_path):
+    """Excel's "CSV UTF-8" and some JSONL writers start the file with a byte-order mark:
+    the header (or first line) is read without it."""
+    cp = compile_file(TURBINES)
+    cs = _write(tmp_path / "s.csv", b'\xef\xbb\xbftick,fact\n0,"Hot(wt1, 0)"\n')
+    jl = _write(tmp_path / "s.jsonl", b'\xef\xbb\xbf{"tick": 0, "fact": "Hot(wt2, 0)"}\n')
+    parsed, unreadable = read_files([cs, jl], cp, None)
+    assert not unreadable and not parsed.rejected and sorted(a[0] for a in parsed.args) == \
+        ["wt1", "wt2"]
 
 
 def test_integers_past_the_machine_range_are_quarantined_not_the_batch(tmp_path):
