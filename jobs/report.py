@@ -101,7 +101,7 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
     end = last if end is None else end
     if start < 0 or end < start:
         raise LakeError(f"empty range: --from {start} --to {end}")
-    ticks = [t for t in range(start, end + 1) if t in done]
+    ticks = sorted(t for t in done if start <= t <= end)  # not range(): --to may be 10¹¹
     if not ticks:
         raise LakeError(f"no completed tick in {start}..{end} (completed: 0..{last})")
     end = min(end, max(ticks))
