@@ -114,3 +114,25 @@ def test_report_of_a_large_run_stays_small():
     assert len(re.findall(r'<rect class="bar ', html)) == 80
     assert "29920 left out" in html
     assert len(html) < 200_000
+
+
+def _points(svg: str) -> dict:
+    return {s: p for s, p in re.findall(r'data-series="(\w+)" points="([^"]*)"', svg)}
+
+
+@pytest.mark.parametrize("end,n_points", [(4, 5), (1_000, 501), (10 ** 12, 600)])
+def test_the_counts_plot_of_a_long_range_is_built_from_the_ticks_with_counts(end, n_points):
+    """`hypo run --until 10¹²` skips quiet stretches; its report's range is 10¹² ticks: the
+    counts plot has at most PLOT_POINTS points per series (the maximum of each bucket of
+    ticks) and is built without walking the range (it used to be a MemoryError)."""
+    from reasoning.report import counts_svg
+
+    lcs = build(sequence())
+    d = ReportData(title="t", source="s", start=0, end=end, lifecycles=lcs, query=Q,
+                   quarantined={2: 3, end: 1})
+    svg = counts_svg(d)
+    pts = _points(svg)
+    assert all(len(p.split()) == n_points for p in pts.values())
+    ys = lambda s: [float(p.split(",")[1]) for p in pts[s].split()]  # noqa: E731
+    assert min(ys("definite")) < max(ys("definite"))  # tick 2's or 3's definite answer shows
+    assert "quarantined (total 4)" in svg and "refuted (total 1)" in svg
