@@ -139,7 +139,8 @@ def counts_svg(d: ReportData) -> str:
 def timeline_svg(d: ReportData, chosen: list) -> str:
     """One bar per answer from its announcement to its decision, coloured by outcome, with
     its deadline marked."""
-    W, L, R, row = 900, 260, 20, 14
+    W, L, row = 900, 260, 14
+    R = max(20, 4 * len(str(d.end + 1)))  # room for half of the last tick's label
     H = 40 + row * max(len(chosen), 1)
     span = max(d.end + 2 - d.start, 1)  # an open bar runs to end + 1
 
