@@ -263,7 +263,7 @@ def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed)
         try:
             obj = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:
-            msg = getattr(e, "msg", "too deeply nested")
+            msg = getattr(e, "msg", "too deeply nested").removesuffix(" at")
             col = f" at column {e.colno}" if hasattr(e, "colno") else ""
             out.reject("bad_json", f"invalid JSON ({msg}{col})", path, no, line, total)
             continue

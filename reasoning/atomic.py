@@ -9,8 +9,22 @@ from typing import Any
 
 
 def write_text(path: str, text: str, mode: int = 0o644) -> None:
-    """Write `text` to `path` atomically (a failed write leaves no temporary file)."""
-    d = os.path.dirname(os.path.abspath(path))
+    """Write `text` to `path` atomically (a failed write leaves no temporary file).  A
+    symbolic link is followed (the file it names is replaced, not the link); a path that
+    exists and is not a regular file (/dev/stdout, a FIFO, a device) is written to as it
+    is — a rename would replace the device node itself."""
+    import stat
+
+    path = os.path.realpath(path)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=d)
     try:

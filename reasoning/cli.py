@@ -317,8 +317,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         except OSError:
             pass
         return 0
-    except OSError as e:
-        print(f"hypo: error: {e.filename}: {e.strerror}", file=sys.stderr)
+    except OSError as e:  # no file name: the output (a full disk under stdout)
+        where = f"{e.filename}: " if e.filename else "writing the output: "
+        print(f"hypo: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     return 2
 

@@ -411,4 +411,7 @@ def write(path: str, text: str) -> None:
     """Write the report atomically (reasoning/atomic.py)."""
     from .atomic import write_text
 
-    write_text(path, text)
+    try:
+        write_text(path, text)
+    except OSError as e:  # a full disk under an opened file has no file name: give it one
+        raise OSError(e.errno, e.strerror, e.filename or path) from None

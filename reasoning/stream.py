@@ -331,7 +331,8 @@ def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
-        return Rejection(f"invalid JSON ({e.msg} at column {e.colno})", line, None, no, source)
+        msg = e.msg.removesuffix(" at")  # json's "Invalid control character at"
+        return Rejection(f"invalid JSON ({msg} at column {e.colno})", line, None, no, source)
     except RecursionError:
         return Rejection("invalid JSON (nested too deeply)", line[:80] + "…", None, no, source)
     except ValueError:  # an integer past Python's 4 300 digits

@@ -40,6 +40,11 @@ def test_deeply_nested_json_is_rejected():
     assert len(got) == 2 and all("invalid JSON" in r for r in got), got
 
 
+def test_a_raw_control_character_in_json_is_named_once():
+    got = _reasons(['{"tick": 0, "fact": "Hot(wt1\x00, 0)"}'])
+    assert got == ["invalid JSON (Invalid control character at column 29)"], got
+
+
 def test_control_characters_are_escaped_when_reported():
     r = Rejection("bad", 'Hot(wt1\x1b[31m, 1)', 1, 3, "s.jsonl")
     assert "\x1b" not in str(r) and "\\x1b" in str(r)
