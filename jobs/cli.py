@@ -259,6 +259,13 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         if s["stale_ticks"]:
             out.write(f"   stale (their S_τ-1 changed; re-run from {s['stale_ticks'][0]}): "
                       f"{_ranges(s['stale_ticks'])}")
+        if s.get("late_facts"):
+            late = s["late_facts"]
+            first = min(late)
+            out.write(f"\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
+                                                      sorted(late.items())) +
+                      f" ingested after the tick ran (its answers lack them); re-run `hypo lake "
+                      f"run --from {first} --to {s['last_tick']}`")
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
         out.write("  rows (every partition tick=τ): " + ", ".join(
             f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")

@@ -440,6 +440,30 @@ def history(lake: str, atom: str) -> list[dict]:
     return out
 
 
+def late_facts(fact_adds: list, done: dict) -> dict[int, int]:
+    """{τ: rows} of completed ticks whose facts partition holds more rows now than the tick
+    read (its counts' `facts`): facts ingested after — or while — it ran, which its answers
+    do not include (an ingest that finds its tick done says so; one racing the tick cannot).
+    Partitions with a file without row statistics are not judged."""
+    rows: Counter = Counter()
+    unknown = set()
+    for a in fact_adds:
+        t = a.get("partition.tick")
+        if t is None:
+            continue
+        n = a.get("num_records")
+        if n is None:
+            unknown.add(int(t))
+        else:
+            rows[int(t)] += int(n)
+    out = {}
+    for t, r in sorted(done.items()):
+        read = json.loads(r.get("counts") or "{}").get("facts")
+        if t not in unknown and read is not None and rows.get(t, 0) > int(read):
+            out[t] = rows[t] - int(read)
+    return out
+
+
 def lake_status(lake: str) -> dict:
     L = Lake(lake).require()
     info = L.program_info
@@ -473,6 +497,7 @@ def lake_status(lake: str) -> dict:
             stale.append(t)
     ft = pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
     fticks = sorted({a.get("partition.tick") for a in ft if a.get("partition.tick") is not None})
+    late = late_facts(ft, done)
     last_row = done.get(last)
     return {
         "lake": L.root,
@@ -482,6 +507,7 @@ def lake_status(lake: str) -> dict:
         "completed_ticks": sorted(done),
         "incomplete_ticks": incomplete,
         "stale_ticks": stale,
+        "late_facts": late,
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,

@@ -398,6 +398,39 @@ def test_integers_past_the_machine_range_are_quarantined_not_the_batch(tmp_path)
     assert all("Traceback" not in r["reason"] for r in parsed.rejected)
 
 
+def test_facts_ingested_while_a_tick_runs_are_reported_late_until_it_is_rerun(tmp_path):
+    """An ingest that commits facts of tick τ while tick τ runs (after it read its slice)
+    cannot warn — the tick is not done yet — and the tick's answers lack those facts:
+    `status` names the tick and the rows (partition rows now > rows the tick read) and the
+    re-run to do; after it, nothing is late."""
+    from jobs import lake as api
+    from jobs import tick as tickjob
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    api.ingest(lake, 0, [_write(tmp_path / "a.jsonl", b'{"tick": 0, "fact": "Hot(wt1, 0)"}\n')])
+    racer = _write(tmp_path / "b.jsonl", b'{"tick": 0, "fact": "Hot(wt9, 0)"}\n'
+                                          b'{"tick": 0, "fact": "Hot(wt8, 0)"}\n')
+    got = []
+
+    def hook(phase, tau):
+        if phase == "after_validate" and tau == 0 and not got:
+            got.append(api.ingest(lake, 0, [racer]))
+
+    tickjob.HOOKS.append(hook)
+    try:
+        api.run_tick(lake, 0, executor="local")
+    finally:
+        tickjob.HOOKS.remove(hook)
+    assert got and got[0]["accepted"] == 2 and "warning" not in got[0]
+    assert api.lake_status(lake)["late_facts"] == {0: 2}
+    rc, out, err = hypo("lake", "--lake", lake, "status")
+    assert rc == 0 and "late facts: tick 0: 2 row(s) ingested after the tick ran" in out, out
+    assert "hypo lake run --from 0 --to 0" in out
+    api.run_range(lake, 0, 0, executor="local")
+    assert api.lake_status(lake)["late_facts"] == {}
+
+
 def test_reingest_of_a_clean_slice_says_nothing_to_do(tmp_path):
     """Issue 14.2: a clean slice writes to `facts` only; its re-ingest (a backfill) is
     recognised as such, not reported as accepted again with an "already processed" warning."""
