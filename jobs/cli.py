@@ -262,7 +262,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         if s.get("late_facts"):
             late = s["late_facts"]
             first = min(late)
-            out.write(f"\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
+            out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
                                                       sorted(late.items())) +
                       f" ingested after the tick ran (its answers lack them); re-run `hypo lake "
                       f"run --from {first} --to {s['last_tick']}`")
