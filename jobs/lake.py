@@ -32,6 +32,13 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     program and options; refused for others."""
     L = Lake(lake)
     cp = compile_file(program_path, query)  # ProgramError: reported with its location
+    from reasoning.columnar.engine import unsupported
+    from reasoning.patterns import compile_templates
+
+    why = unsupported(compile_templates(cp.queries))
+    if why is not None:  # the state table's layout cannot hold its answers
+        raise LakeError(f"{program_path}: {why}; `hypo run --engine row` runs this program, "
+                        f"the lake cannot")
     text = read_program_text(program_path)
     h = hashlib.sha256(text.encode()).hexdigest()
     if L.exists():

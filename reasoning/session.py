@@ -97,6 +97,7 @@ class Session:
         self.col = None
         self.renderer = None
         self.ex: Optional[Explainer] = None
+        self.unsupported: Optional[str] = None  # why auto stays on the row engine
         if engine == "columnar":
             self._start_columnar()
         else:
@@ -158,8 +159,14 @@ class Session:
     def _auto(self, n: int) -> None:
         """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥
         threshold facts."""
-        if self.mode == "auto" and self.col is None and n >= self.threshold:
-            self._handover()
+        if self.mode == "auto" and self.col is None and n >= self.threshold \
+                and self.unsupported is None:
+            from .columnar import Unsupported
+
+            try:
+                self._handover()
+            except Unsupported as e:  # the row engine keeps S_τ: it runs the program
+                self.unsupported = str(e)
 
     def prune_main(self, keys: set) -> tuple[int, bool]:
         """Remove from S_τ the main query's non-definite answers whose answer_key is in

@@ -215,3 +215,27 @@ def test_stream_from_standard_input_and_byte_order_marks(tmp_path):
 def test_an_unreadable_program_is_named_without_a_position(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"{tmp_path}: error: cannot read program")
+
+
+def test_a_template_past_the_columnar_limit_runs_on_the_row_engine(tmp_path, capsys):
+    """63 positive literals (evidence is an int64 bit mask): --engine columnar says so in one
+    line; auto stays on the row engine even on slices past its hand-over threshold and
+    prints what the row engine prints."""
+    from reasoning.session import AUTO_THRESHOLD
+
+    body = ", ".join(f"A{i}(X, T)" for i in range(63))
+    prog = tmp_path / "wide.tdl"
+    prog.write_text(f"#query Q(X, T).\nQ(X, T) :- {body}.\n")
+    lines = [json.dumps({"tick": 0, "fact": f"A{i}(d{k}, 0)"})
+             for k in range(AUTO_THRESHOLD // 60 + 1) for i in range(63)]
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    argv = ["run", str(prog), "--stream", str(stream), "--format", "jsonl"]
+    assert main(argv + ["--engine", "columnar"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "63 literals" in err[0] and "--engine row" in err[0], err
+    outs = []
+    for engine in ("row", "auto"):
+        assert main(argv + ["--engine", engine]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and outs[0].count('"status": "definite"') == len(lines) // 63

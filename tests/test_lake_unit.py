@@ -364,6 +364,16 @@ def test_a_program_with_a_byte_order_mark_inits_and_runs_the_lake(tmp_path):
     assert (d.start, d.end) == (0, 0)
 
 
+def test_a_program_past_the_state_layout_is_refused_at_init(tmp_path):
+    """The state table stores evidence as an int64 bit mask: a template of 63 literals is
+    refused by `init` in one line (it used to fail at the first tick), and no lake is left."""
+    rc, out, err = hypo("lake", "--lake", str(tmp_path / "lake"), "init", "--program",
+                        write_program(tmp_path, "#query Q(X, T).\nQ(X, T) :- " + ", ".join(
+                            f"A{i}(X, T)" for i in range(63)) + ".\n"))
+    assert rc == 2 and "63 literals" in err and "hypo run --engine row" in err, err
+    assert len(err.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "lake")
+
+
 def test_a_byte_order_mark_at_the_start_of_a_file_is_not_a_bad_row(tmp_path):
     """Excel's "CSV UTF-8" and some JSONL writers start the file with a byte-order mark:
     the header (or first line) is read without it."""

@@ -30,6 +30,7 @@ from typing import Iterable, Optional
 from ..compiler import CompiledProgram
 from ..engine import Engine as RowEngine
 from ..engine import TickReport
+from ..errors import HypoError
 from ..patterns import ETemplate, Fact, LitPattern, compile_templates
 from .backend import PolarsBackend
 from .delays import COL, CONST, DelayPlan
@@ -43,8 +44,18 @@ from ..syntax import Lrp
 Pattern = frozenset
 
 
-class Unsupported(Exception):
-    """A program shape the columnar executor does not take (use --engine row)."""
+class Unsupported(HypoError):
+    """A program shape the columnar executor does not take (--engine row or auto run it)."""
+
+
+def unsupported(templates) -> Optional[str]:
+    """Why the columnar executor cannot run a program of these templates (None: it can)."""
+    for tp in templates:
+        if len(tp.lits) > MAX_LITERALS:
+            return (f"a template of {tp.query.atom} has {len(tp.lits)} literals (the columnar "
+                    f"executor and the lake's state table take at most {MAX_LITERALS}: evidence "
+                    f"is an int64 bit mask)")
+    return None
 
 
 @dataclass
@@ -64,10 +75,9 @@ class ColumnarEngine:
         self.forget = forget
         self.B = backend if backend is not None else PolarsBackend()
         self.templates: tuple[ETemplate, ...] = compile_templates(cp.queries)
-        for tp in self.templates:
-            if len(tp.lits) > MAX_LITERALS:
-                raise Unsupported(f"a template of {tp.query.atom} has {len(tp.lits)} literals "
-                                  f"(the columnar executor takes at most {MAX_LITERALS})")
+        why = unsupported(self.templates)
+        if why is not None:
+            raise Unsupported(f"{why}; `hypo run --engine row` (or auto) runs it")
         self.layouts = [Layout.of(tp) for tp in self.templates]
         self.strat = cp.analysis.stratification
         self.delays = cp.delays
