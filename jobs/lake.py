@@ -471,6 +471,13 @@ def late_facts(fact_adds: list, done: dict) -> dict[int, int]:
     return out
 
 
+def late_ticks(lake: str) -> dict[int, int]:
+    """late_facts() of a lake: {τ: rows ingested for completed tick τ after it read them}."""
+    L = Lake(lake).require()
+    return late_facts(pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist(),
+                      L.done())
+
+
 def lake_status(lake: str) -> dict:
     L = Lake(lake).require()
     info = L.program_info
