@@ -18,11 +18,10 @@ from typing import Any, Iterator, Optional
 
 from reasoning.compiler import CompiledProgram
 from reasoning.errors import ProgramError
-from reasoning.stream import JSON_SPACE, MAX_LINE, MAX_TIME, parse_fact_text
+from reasoning.stream import JSON_SPACE, MAX_LINE, MAX_TIME, parse_fact_text, structured_fact
 
 from .errors import InputError
 
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RAW_LIMIT = MAX_LINE
 RANGE = f"ticks and times are natural numbers below 2^{MAX_TIME.bit_length() - 1}"
 
@@ -180,19 +179,10 @@ def _tick_of(value: Any, want: Optional[int]) -> tuple[Optional[int], Optional[t
 
 
 def _structured(obj: dict) -> tuple[Optional[tuple], Optional[str]]:
-    """(pred, args, time) of a {"pred", "args", "time"} row, or why its types are wrong."""
-    pred, args, t = obj.get("pred"), obj.get("args", []), obj.get("time")
-    if not isinstance(pred, str) or not NAME.match(pred):
-        return None, '"pred" must be a predicate name (a string)'
-    if isinstance(args, str):
-        args = [a.strip() for a in args.split(";")] if args.strip() else []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        return None, '"args" must be a list of strings'
-    if isinstance(t, bool) or not isinstance(t, int):
-        return None, '"time" must be an integer'
-    if abs(t) >= MAX_TIME:
-        return None, f'"time" out of range ({RANGE})'
-    return (pred, tuple(args), t), None
+    """(pred, args, time) of a {"pred", "args", "time"} row, or why its types are wrong
+    (stream.structured_fact: `hypo run` reads the same rows)."""
+    f, bad = structured_fact(obj)
+    return (None, bad) if f is None else ((f.pred, f.args, f.time), None)
 
 
 def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,

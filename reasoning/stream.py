@@ -307,6 +307,28 @@ class Slice:
         return {p: (fs[0] if len(fs) == 1 else pl.concat(fs)) for p, fs in parts.items()}
 
 
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def structured_fact(obj: dict) -> tuple[Optional[Fact], Optional[str]]:
+    """The fact of a structured row {"pred": "Hot", "args": ["wt1"], "time": 1} — the form
+    producers write to the lake (`args` may be one string of `;`-separated values, as in a
+    CSV column) — or why its types are wrong."""
+    pred, args, t = obj.get("pred"), obj.get("args", []), obj.get("time")
+    if not isinstance(pred, str) or not _NAME.match(pred):
+        return None, '"pred" must be a predicate name (a string)'
+    if isinstance(args, str):
+        args = [a.strip() for a in args.split(";")] if args.strip() else []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return None, '"args" must be a list of strings'
+    if isinstance(t, bool) or not isinstance(t, int):
+        return None, '"time" must be an integer'
+    if abs(t) >= MAX_TIME:
+        return None, (f'"time" out of range (ticks and times are natural numbers below '
+                      f'2^{MAX_TIME.bit_length() - 1})')
+    return Fact(pred, tuple(args), t), None
+
+
 def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
     """One stream line → (tick, Fact), None (blank), Ignored, or a Rejection with its
     reason."""
@@ -338,21 +360,29 @@ def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
     except ValueError:  # an integer past Python's 4 300 digits
         return Rejection("invalid JSON (an integer of more than 4 300 digits)", line[:80] + "…",
                          None, no, source)
-    if not isinstance(obj, dict) or "tick" not in obj or "fact" not in obj:
-        return Rejection('expected an object with "tick" and "fact"', line, None, no, source)
-    tick, text = obj["tick"], obj["fact"]
+    if not isinstance(obj, dict) or "tick" not in obj or ("fact" not in obj
+                                                          and "pred" not in obj):
+        return Rejection('expected an object with "tick" and "fact" (or "pred", "args", '
+                         '"time")', line, None, no, source)
+    tick, text = obj["tick"], obj.get("fact")
     if isinstance(tick, bool) or not isinstance(tick, int) or tick < 0:
         return Rejection('"tick" must be a natural number', line, None, no, source)
     if tick >= MAX_TIME:
         return Rejection(f'"tick" out of range (ticks and times are natural numbers below '
                          f'2^{MAX_TIME.bit_length() - 1})', line[:80], None, no, source)
-    if not isinstance(text, str):
+    if "fact" not in obj:  # a structured row
+        f, bad = structured_fact(obj)
+        if bad is not None:
+            return Rejection(bad, line, tick, no, source)
+        text = str(f)
+    elif not isinstance(text, str):
         return Rejection('"fact" must be a string', line, tick, no, source)
-    try:
-        f = parse_fact_text(text, cp)
-    except ProgramError as e:
-        col = f" at column {e.span.column}" if e.span.column else ""
-        return Rejection(f"{e.message}{col}", text, tick, no, source)
+    else:
+        try:
+            f = parse_fact_text(text, cp)
+        except ProgramError as e:
+            col = f" at column {e.span.column}" if e.span.column else ""
+            return Rejection(f"{e.message}{col}", text, tick, no, source)
     why = validate(cp, f, tick)
     if why is not None:
         if why == IGNORED:

@@ -187,3 +187,33 @@ def test_an_implausible_jump_is_rejected_not_run_for_days(tmp_path):
                         "jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "raise --max-gap" in r.stderr
     assert len(r.stdout.splitlines()) < 20
+
+
+def test_structured_rows_read_as_the_lake_reads_them(tmp_path):
+    """{"tick", "pred", "args", "time"} rows — what producers write to the lake — are read by
+    `hypo run` too, with the lake's rules and reasons (one parser: stream.structured_fact),
+    so `hypo run` can check a lake fed that way."""
+    from jobs.ingest import Parsed, read_jsonl
+
+    rows = ['{"tick": 1, "pred": "Hot", "args": ["wt1"], "time": 1}',
+            '{"tick": 1, "pred": "Hot", "args": "wt2", "time": 0}',
+            '{"tick": 1, "fact": "Hot(wt3, 1)"}',
+            '{"tick": 1, "pred": "Hot", "args": [1], "time": 1}',
+            '{"tick": 1, "pred": "Hot(", "args": ["a"], "time": 1}',
+            '{"tick": 1, "pred": "Hot", "args": ["a"], "time": "1"}',
+            '{"tick": 1, "pred": "Hot", "args": ["a"], "time": ' + HUGE + '}']
+    st = read_stream(rows, CP)
+    assert sorted(str(f) for f, _ in st.slices[1]) == ["Hot(wt1, 1)", "Hot(wt2, 0)",
+                                                        "Hot(wt3, 1)"]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    out = Parsed()
+    read_jsonl(str(p), CP, None, out)
+    assert sorted(zip(out.pred, map(tuple, out.args), out.time)) == [
+        ("Hot", ("wt1",), 1), ("Hot", ("wt2",), 0), ("Hot", ("wt3",), 1)]
+    lake = [r["reason"] for r in out.rejected]
+    run = [r.reason for r in st.rejected]
+    assert run[:3] == lake[:3] == ['"args" must be a list of strings',
+                                   '"pred" must be a predicate name (a string)',
+                                   '"time" must be an integer']
+    assert len(run) == 4 and "4 300 digits" in run[3]
