@@ -222,9 +222,20 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     return 0
 
 
+def _version() -> str:
+    """The installed package's version (pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hypo")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hypo", description="Hypothetical answers to continuous "
                                 "queries over data streams (Temporal Datalog with negation).")
+    p.add_argument("--version", action="version", version=f"hypo {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="show what the system made of a program")
     c.add_argument("program")

@@ -239,3 +239,9 @@ def test_a_template_past_the_columnar_limit_runs_on_the_row_engine(tmp_path, cap
         assert main(argv + ["--engine", engine]) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and outs[0].count('"status": "definite"') == len(lines) // 63
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("hypo 0.")
