@@ -467,10 +467,11 @@ def hypo_ticks():
                 log.warning("%d row(s) quarantined (listing them failed: %s)", n_quar, e)
         for f in dq_failures(run["lake"], run["tick"]):
             log.warning("data quality: %s", f)
+        late: dict = {}
         try:  # facts of a completed tick ingested after it read its slice: its answers lack them
             late = api.late_ticks(run["lake"])
         except Exception as e:  # noqa: BLE001 - informational only
-            late, _ = {}, log.warning("could not check for late facts: %s", e)
+            log.warning("could not check for late facts: %s", e)
         if late:
             log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
                         "(airflow backfill, or hypo lake run --from %d)",

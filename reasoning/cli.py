@@ -88,8 +88,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             rep_data.tick(tau, len(sl), rep.duplicates, objs)
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):
-                print(f"{stream_name(args.stream)}:{line}: ignored (tick {tau}): duplicate: {f} had "
-                      f"already arrived", file=err)
+                print(f"{stream_name(args.stream)}:{line}: ignored (tick {tau}): duplicate: "
+                      f"{f} had already arrived", file=err)
         duplicates += rep.duplicates
         accepted += len(sl) - rep.duplicates
         if args.format == "jsonl":
