@@ -36,7 +36,7 @@ class ProgramError(HypoError):
         return self.format()
 
 
-EXCERPT_COLUMNS = 100  # a longer source line is shown as a window around the column
+EXCERPT_COLUMNS = 160  # a longer source line is shown as a window around the column
 
 
 def excerpt(text: str, column: int, width: int = 1) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from typing import Mapping, Optional
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from . import delaylines
 from .errors import ProgramError
 from .grammar_tables import load_parser
 from .metric import (AUX_PREFIX, OPERATORS, BodyItem, GenRule, MetricLiteral, Operand,
@@ -68,6 +69,14 @@ def parse_program(text: str, file: str = "<input>") -> Program:
 
 def parse_program_with_spans(text: str, file: str = "<input>") -> tuple[Program, SpanTable]:
     """Parse a program text; also return the spans of its atoms and terms."""
+    fast = delaylines.scan(text)  # many per-instance #delay lines: read without lark
+    if fast:
+        try:
+            tree = _lark().parse(delaylines.blank(text, fast), start="start")
+        except UnexpectedInput:
+            tree = None  # the error is reported from the text as written, below
+        if tree is not None and not delaylines.spanned(tree, fast):
+            return _ProgramBuilder(text, file).build(tree, fast)
     tree = _parse_tree(text, file, "start")
     return _ProgramBuilder(text, file).build(tree)
 
@@ -460,14 +469,21 @@ class _ProgramBuilder:
         self.translations: list[Translation] = []
         self.fact_times: dict[int, Lrp] = {}
 
-    def build(self, tree: Tree) -> tuple[Program, SpanTable]:
-        """Two passes: `#rigid` declarations first, then everything else."""
+    def build(self, tree: Tree, fast: list = ()) -> tuple[Program, SpanTable]:
+        """Two passes: `#rigid` declarations first, then everything else — with the `#delay`
+        lines read without lark (delaylines.py) in their place in the source order."""
         for stmt in tree.children:
             if stmt.data == "rigid_dir":
                 self._rigid(stmt)
+        i = 0
         for stmt in tree.children:
             if stmt.data != "rigid_dir":
+                while i < len(fast) and fast[i].line < stmt.meta.line:
+                    self._delay_line(fast[i])
+                    i += 1
                 getattr(self, "_" + stmt.data)(stmt)
+        for d in fast[i:]:
+            self._delay_line(d)
         return self._program(), self.spans
 
     def _program(self) -> Program:
@@ -489,7 +505,9 @@ class _ProgramBuilder:
 
     def _raw(self, tree: Tree) -> _RawAtom:
         """Raw atom of an `atom`/`bare_atom` tree (names `__…` are reserved: metric.py)."""
-        raw = _raw_atom(tree, self.file, self.source)
+        return self._unreserved(_raw_atom(tree, self.file, self.source))
+
+    def _unreserved(self, raw: _RawAtom) -> _RawAtom:
         if raw.pred.startswith(AUX_PREFIX):
             name = raw.span
             span = Span(name.file, name.line, name.column, name.line, name.column + len(raw.pred))
@@ -707,10 +725,20 @@ class _ProgramBuilder:
     def _delay_pattern(self, stmt: Tree) -> None:
         """`#delay Pred(c1, _, T) = k.`"""
         atom_tree, k = stmt.children
-        raw = self._raw(atom_tree)
+        self._add_delay_pattern(self._raw(atom_tree), str(k), _token_span(k, self.file))
+
+    def _delay_line(self, d: "delaylines.DelayLine") -> None:
+        """A `#delay Pred(c1, …, T) = k.` line read by delaylines.py: the same checks."""
+        f, n = self.file, d.line
+        terms = tuple(_RawTerm(kind, text, 0, Span(f, n, col, n, end))
+                      for kind, text, col, end in d.args)
+        raw = self._unreserved(_RawAtom(d.pred, terms, Span(f, n, d.pred_col, n, d.end_col)))
+        self._add_delay_pattern(raw, d.k, Span(f, n, d.k_col, n, d.k_col + len(d.k)))
+
+    def _add_delay_pattern(self, raw: _RawAtom, k: str, k_span: Span) -> None:
         pattern = self._delay_pattern_args(raw)
         _record_spans(self.spans, ("delay", len(self.delays), -1), raw)
-        k = _number(k, _token_span(k, self.file), self.source, "delay")
+        k = _number(k, k_span, self.source, "delay")
         self.delays.append(DelayDecl(raw.pred, k, pattern, raw.span))
 
     def _delay_pattern_args(self, raw: _RawAtom) -> tuple[Optional[str], ...]:

@@ -369,3 +369,71 @@ def test_numbers_past_the_machine_range_are_errors_at_their_token(text, col, wha
         compile_program(text, "big.tdl")
     assert (e.value.span.line, e.value.span.column) == (2, col)
     assert e.value.message.startswith(what) and "out of range" in e.value.message
+
+
+# --------------------------------------------------------------------------- #delay lines
+# reasoning/delaylines.py reads canonical per-instance `#delay` lines without lark when a
+# program has many; the result must be what lark's path gives, errors included.
+
+_DELAY_LINES = st.sampled_from([
+    "#delay Hot(wt1, T) = 2.", "  #delay   Hot( wt2 ,T )=0 .", "\t#delay Hot(7, _) = 1.\r",
+    "#delay Hot(wt1, T) = 2. % a comment", '#delay Hot("w t", T) = 2.',
+    "#delay Pair(a, b, T) = 3.", "#delay Hot(wt1, 3) = 2.", "#delay Hot(wt1, T+1) = 2.",
+    "#delay Hot(wt1, T) = " + "9" * 30 + ".", "#delay Since(wt1, T) = 1.",
+    "#delay Hot(not, T) = 1.", "#delay __aux(a, T) = 1.", "#delay Hot() = 1.",
+    "#delay Hot(wt1, T) = 2. #delay Hot(wt2, T) = 1.", "#delay Hot = 4.", "#delay Base(a) = 1.",
+    "#delay Hot(wt1, T) = 2", "#delay Hot(wt1,, T) = 2.", "#delay Hot(wt1 T) = 2."])
+_OTHER_LINES = st.sampled_from([
+    "#query OK(X, T).", "OK(X, T) :- Hot(X, T), not Pair(X, X, T).", "Flag(X, T) :- Hot(X, T).",
+    "#rigid Base/1.", "Flag(X, T) :- Hot(X, T)", "% comment", "", "#delay Hot = 1.",
+    "Pair(X, Y, T) :- Hot(X, T), Hot(Y, T), Base(X).", ".", ", Hot(X, T)."])  # the last
+# two finish a statement begun before a #delay line: lark must see that #delay
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_DELAY_LINES, _DELAY_LINES, _OTHER_LINES), max_size=14))
+def test_delay_lines_read_without_lark_parse_as_lark_does(lines):
+    import reasoning.delaylines as dl
+
+    text = "\n".join(lines) + "\n"
+
+    def parse(min_lines):
+        old, dl.MIN_LINES = dl.MIN_LINES, min_lines
+        try:
+            return ("ok", parse_program_with_spans(text, "p.tdl"))
+        except ProgramError as e:
+            return ("error", e.format())
+        finally:
+            dl.MIN_LINES = old
+
+    fast, slow = parse(1), parse(10 ** 9)
+    assert fast == slow, text
+
+
+def test_many_delay_lines_skip_lark_and_keep_every_span():
+    import reasoning.delaylines as dl
+
+    lines = ["#query OK(X, T).", "#delay Hot = 3."]
+    lines += [f"#delay Hot(wt{i}, T) = {i % 3}." for i in range(dl.MIN_LINES + 5)]
+    lines += ["OK(X, T) :- Hot(X, T).", "#delay Hot(last, T) = 1."]
+    text = "\n".join(lines) + "\n"
+    assert len(dl.scan(text)) == dl.MIN_LINES + 6
+    prog, spans = parse_program_with_spans(text, "p.tdl")
+    assert [d.pattern for d in prog.delays][:3] == [None, ("wt0",), ("wt1",)]
+    assert prog.delays[-1].pattern == ("last",) and len(prog.rules) == 1
+    last = len(prog.delays) - 1
+    assert spans[("delay", last, -1, 0)] == Span("p.tdl", len(lines), 12, len(lines), 16)
+
+
+def test_a_delay_line_inside_an_unfinished_statement_is_still_an_error():
+    """Blanking `#delay` lines must not glue a statement together across them."""
+    import reasoning.delaylines as dl
+
+    text = "#query OK(X, T).\nOK(X, T) :- Hot(X, T)\n#delay Hot(a, T) = 1.\n.\n"
+    old, dl.MIN_LINES = dl.MIN_LINES, 1
+    try:
+        with pytest.raises(ProgramError) as e:
+            parse_program_with_spans(text, "p.tdl")
+    finally:
+        dl.MIN_LINES = old
+    assert (e.value.span.line, e.value.span.column) == (3, 1) and "#delay" in e.value.message
