@@ -301,7 +301,7 @@ def test_errors_are_never_lark_exceptions():
 
 @pytest.mark.parametrize("before,after", [(5000, 10), (10, 5000), (3000, 3000), (40, 40)])
 def test_a_long_source_line_is_shown_as_a_window_around_the_error(before, after):
-    """A generated program's very long line: the excerpt is at most ~100 columns, cut with
+    """A generated program's very long line: the excerpt is at most EXCERPT_COLUMNS wide, cut with
     `…`, and the caret still points at the offending character."""
     from reasoning.errors import EXCERPT_COLUMNS
 
