@@ -70,7 +70,7 @@ DEFAULT_PROGRAM = "examples/wind_turbines.tdl"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_EPOCH = "2026-01-01T00:00:00+00:00"
 READY = "_READY"
-DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
+DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")  # text ones may end .gz
 LIST_LIMIT = 50  # answers / quarantine rows listed per tick in the log
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -193,7 +193,7 @@ def slice_status(lake: str, tick: int) -> dict:
         full = os.path.join(d, name)
         if name.startswith(("_", ".")):
             continue
-        if os.path.isfile(full) and name.lower().endswith(DATA_SUFFIXES):
+        if os.path.isfile(full) and name.lower().removesuffix(".gz").endswith(DATA_SUFFIXES):
             out["files"].append(full)
         else:
             out["unexpected"].append(name)

@@ -18,7 +18,8 @@ from typing import Any, Iterator, Optional
 
 from reasoning.compiler import CompiledProgram
 from reasoning.errors import ProgramError
-from reasoning.stream import JSON_SPACE, MAX_LINE, MAX_TIME, parse_fact_text, structured_fact
+from reasoning.stream import (JSON_SPACE, MAX_LINE, MAX_TIME, DamagedArchive, is_gzip,
+                              parse_fact_text, structured_fact)
 
 from .errors import InputError
 
@@ -71,13 +72,15 @@ def file_sha256(path: str) -> str:
 
 
 def detect_format(path: str) -> str:
-    low = path.lower()
+    low = path.lower().removesuffix(".gz")  # a compressed text file: by its inner name
     if low.endswith((".jsonl", ".ndjson", ".json")):
         return "jsonl"
     if low.endswith(".csv"):
         return "csv"
     if low.endswith((".parquet", ".pq")):
         return "parquet"
+    if low != path.lower():
+        return "jsonl"
     with open(path, "rb") as fh:
         head = fh.read(4)
     return "parquet" if head == b"PAR1" else "jsonl"
@@ -108,9 +111,11 @@ def spool_streams(files: list[str], tmpdir: str) -> dict[str, str]:
             continue
         os.makedirs(tmpdir, exist_ok=True)
         base = os.path.basename(f)
-        ext = os.path.splitext(base)[1]  # the format by name, else sniffed (detect_format)
+        gz = ".gz" if base.lower().endswith(".gz") else ""
+        ext = os.path.splitext(base.removesuffix(gz))[1]  # the format by name, else sniffed
         if ext.lower() not in (".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".pq"):
             ext = ""
+        ext += gz
         fd, tmp = tempfile.mkstemp(prefix="spool-", suffix=ext, dir=os.path.abspath(tmpdir))
         try:
             with open(f, "rb") as src, os.fdopen(fd, "wb") as dst:
@@ -133,26 +138,42 @@ def rename_sources(parsed: "Parsed", names: dict[str, str]) -> None:
 
 
 def raw_lines(path: str) -> Iterator[tuple[int, bytes, int, bool]]:
-    """(line number, bytes (at most MAX_LINE+1), total length, too long) per line."""
-    with open(path, "rb") as fh:
-        no = 0
-        while True:
-            chunk = fh.readline(MAX_LINE + 1)
-            if not chunk:
-                return
-            no += 1
-            if no == 1 and chunk.startswith(b"\xef\xbb\xbf"):  # a byte-order mark (Excel's
-                chunk = chunk[3:]                              # "CSV UTF-8" writes one)
-            if len(chunk) > MAX_LINE and not chunk.endswith(b"\n"):
-                total = len(chunk)
-                while True:  # skip the rest of the over-long line
-                    more = fh.readline(1 << 20)
-                    total += len(more)
-                    if not more or more.endswith(b"\n"):
-                        break
-                yield no, chunk, total, True
-                continue
-            yield no, chunk, len(chunk), False
+    """(line number, bytes (at most MAX_LINE+1), total length, too long) per line (a gzip
+    file decompressed: its damage raises DamagedArchive)."""
+    import gzip
+    import zlib
+
+    gz = is_gzip(path)
+    fh = gzip.open(path, "rb") if gz else open(path, "rb")
+    try:
+        yield from _raw_lines(fh)
+    except (OSError, EOFError, zlib.error) as e:
+        if not gz:
+            raise
+        raise DamagedArchive(f"damaged gzip data: {e}") from None
+    finally:
+        fh.close()
+
+
+def _raw_lines(fh) -> Iterator[tuple[int, bytes, int, bool]]:
+    no = 0
+    while True:
+        chunk = fh.readline(MAX_LINE + 1)
+        if not chunk:
+            return
+        no += 1
+        if no == 1 and chunk.startswith(b"\xef\xbb\xbf"):  # a byte-order mark (Excel's
+            chunk = chunk[3:]                              # "CSV UTF-8" writes one)
+        if len(chunk) > MAX_LINE and not chunk.endswith(b"\n"):
+            total = len(chunk)
+            while True:  # skip the rest of the over-long line
+                more = fh.readline(1 << 20)
+                total += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield no, chunk, total, True
+            continue
+        yield no, chunk, len(chunk), False
 
 
 def decode(b: bytes) -> tuple[str, bool]:
@@ -232,7 +253,19 @@ def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
 
 def text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
     """(line number, trimmed text, bytes) of the non-blank lines of a text file; over-long and
-    non-UTF-8 lines go to quarantine with their reason."""
+    non-UTF-8 lines go to quarantine with their reason, and so does the rest of a damaged
+    gzip file (one row: the lines before it are kept)."""
+    last = 0
+    try:
+        for item in _text_lines(path, out, trim):
+            last = item[0]
+            yield item
+    except DamagedArchive as e:
+        out.reject("bad_encoding", f"{e} (after line {last}; the rest of the file is "
+                   f"lost)", path, last + 1, "", 0)
+
+
+def _text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
     for no, b, total, too_long in raw_lines(path):
         text, ok = decode(b)
         if too_long:

@@ -99,7 +99,8 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         if not os.path.isdir(land):
             raise InputError(f"no files given and no landing directory {land}")
         files = sorted(os.path.join(land, f) for f in os.listdir(land)
-                       if f.lower().endswith((".jsonl", ".ndjson", ".json", ".csv", ".parquet")))
+                       if f.lower().removesuffix(".gz").endswith((".jsonl", ".ndjson", ".json",
+                                                                   ".csv", ".parquet")))
     check_files(files)
     files = list(files)
     spooled = spool_streams(files, os.path.join(L.meta_dir, "spool"))

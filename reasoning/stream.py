@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional
 
 from .compiler import CompiledProgram
 from .declared import IGNORED, declared_unused, did_you_mean
-from .errors import ProgramError
+from .errors import HypoError, ProgramError
 from .patterns import Fact
 
 MAX_LINE = 1 << 16
@@ -499,15 +499,71 @@ class StreamReader:
 
 
 STDIN = "-"  # --stream -: standard input
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str) -> bool:
+    """A regular file named `….gz` that starts with gzip's magic bytes (a pipe cannot be
+    peeked at; a damaged text file that happens to start with them is still text)."""
+    import os
+    import stat
+
+    if not path.lower().endswith(".gz"):
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+class DamagedArchive(HypoError):
+    """A gzip stream that ends early or whose data is corrupt."""
+
+
+class _GzipLines:
+    """A gzip-compressed stream file's lines (as open_stream's), the archive's damage a
+    one-line DamagedArchive naming the last line read."""
+
+    def __init__(self, path: str):
+        import gzip
+
+        self.path = path
+        self.fh = gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+
+    def __enter__(self) -> "_GzipLines":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.fh.close()
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __iter__(self):
+        import zlib
+
+        no = 0
+        try:
+            for line in self.fh:
+                no += 1
+                yield line
+        except (OSError, EOFError, zlib.error) as e:
+            raise DamagedArchive(f"{self.path}: damaged gzip data after line {no}: {e}") from None
 
 
 def open_stream(path: str):
     """A stream file's lines (undecodable bytes are replaced, and so rejected by parsing; a
-    leading byte-order mark is dropped); `-` is standard input."""
+    leading byte-order mark is dropped; a gzip file is decompressed); `-` is standard
+    input."""
     if path == STDIN:
         import sys
 
         return open(sys.stdin.fileno(), encoding="utf-8-sig", errors="replace", closefd=False)
+    if is_gzip(path):
+        return _GzipLines(path)
     return open(path, encoding="utf-8-sig", errors="replace")
 
 

@@ -374,6 +374,35 @@ def test_a_program_past_the_state_layout_is_refused_at_init(tmp_path):
     assert len(err.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "lake")
 
 
+def test_gzip_files_are_read_and_a_damaged_one_keeps_its_first_lines(tmp_path):
+    """`.jsonl.gz` / `.csv.gz` (name and magic bytes) are read like the plain files; a
+    truncated archive keeps the lines before the damage and quarantines one row saying where
+    it broke; the landing directory lists compressed files too."""
+    import gzip
+
+    cp = compile_file(TURBINES)
+    lines = "".join(f'{{"tick": 0, "fact": "Hot(wt{i}, 0)"}}\n' for i in range(3000))
+    jl = _write(tmp_path / "s.jsonl.gz", gzip.compress(lines.encode()))
+    cs = _write(tmp_path / "s.csv.gz", gzip.compress(b'tick,fact\n0,"Hot(wtc, 0)"\n'))
+    cut = _write(tmp_path / "cut.jsonl.gz", gzip.compress(lines.encode())[:3000])
+    parsed, unreadable = read_files([jl, cs], cp, None)
+    assert not unreadable and not parsed.rejected and len(parsed) == 3001
+    parsed, _ = read_files([cut], cp, None)
+    assert 0 < len(parsed) < 3000 and len(parsed.rejected) == 1
+    r = parsed.rejected[0]
+    assert r["reason_code"] == "bad_encoding" and "damaged gzip data" in r["reason"]
+    assert r["line"] == max(parsed.line) + 1
+
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    land = os.path.join(lake, "landing", "tick=0")
+    os.makedirs(land)
+    os.replace(cs, os.path.join(land, "s.csv.gz"))
+    assert api.ingest(lake, 0, [])["accepted"] == 1
+
+
 def test_a_byte_order_mark_at_the_start_of_a_file_is_not_a_bad_row(tmp_path):
     """Excel's "CSV UTF-8" and some JSONL writers start the file with a byte-order mark:
     the header (or first line) is read without it."""

@@ -217,3 +217,27 @@ def test_structured_rows_read_as_the_lake_reads_them(tmp_path):
                                    '"pred" must be a predicate name (a string)',
                                    '"time" must be an integer']
     assert len(run) == 4 and "4 300 digits" in run[3]
+
+
+def test_a_gzip_stream_is_read_and_a_damaged_one_is_one_line(tmp_path):
+    """`--stream s.jsonl.gz` (a `.gz` name and gzip's magic bytes) prints what the plain file prints; a
+    truncated archive ends the run with one line naming the file and the last line read."""
+    import gzip
+
+    plain = (EXAMPLES / "wind_turbines.jsonl").read_bytes()
+    gz = tmp_path / "s.jsonl.gz"
+    gz.write_bytes(gzip.compress(plain))
+    prog = str(EXAMPLES / "wind_turbines.tdl")
+
+    def run(stream):
+        return subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream",
+                               str(stream), "--format", "jsonl"], capture_output=True,
+                              text=True, cwd=str(ROOT))
+
+    a, b = run(EXAMPLES / "wind_turbines.jsonl"), run(gz)
+    assert b.returncode == a.returncode == 0 and a.stdout == b.stdout
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(plain)[:-12])  # the end of the data and its trailer cut off
+    c = run(cut)
+    assert c.returncode == 2 and "Traceback" not in c.stderr
+    assert c.stderr.strip().splitlines()[-1].startswith(f"hypo: error: {cut}: damaged gzip data")
