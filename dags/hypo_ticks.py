@@ -470,13 +470,14 @@ def hypo_ticks():
         late: dict = {}
         try:  # facts of a completed tick ingested after it read its slice: its answers lack them
             late = api.late_ticks(run["lake"])
+            first = api.late_rerun_from(run["lake"], late) if late else None
         except Exception as e:  # noqa: BLE001 - informational only
             log.warning("could not check for late facts: %s", e)
         if late:
             log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
                         "(airflow backfill, or hypo lake run --from %d)",
                         ", ".join(f"tick {t}: {n} row(s)" for t, n in sorted(late.items())),
-                        min(late), min(late))
+                        first, first)
         return {"tick": run["tick"], "state_version": s["state_version"],
                 "answers_version": s["answers_version"], "state_digest": s["state_digest"],
                 "answers_digest": s["answers_digest"], "counts": c, "quarantined": n_quar}

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tick", type=int, help="the slice (default: every row gives its tick)")
     g.add_argument("--master", help="Spark master (default local[2])")
     g.add_argument("--format", choices=["text", "json"], default="text")
+    g.add_argument("--max-gap", type=int, default=100_000, metavar="N",
+                   help="quarantine (far_tick) a row whose tick is more than N ticks after "
+                        "the lake's previous fact tick, as `hypo run --max-gap` rejects it "
+                        "(a guard against a wrong tick; default 100000); ingesting the same "
+                        "files again with a larger N adds the rows it refused")
     g.add_argument("files", nargs="*")
     t = sub.add_parser("tick", parents=[common], help="compute tick τ")
     t.add_argument("tick", type=int)
@@ -72,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--program")
     r.add_argument("--executor", choices=["auto", "spark", "local", "row"])
     r.add_argument("--format", choices=["text", "json"], default="text")
+    r.add_argument("--no-skip", action="store_true",
+                   help="compute every tick of a quiet stretch (no facts, nothing to report) "
+                        "instead of skipping it as `hypo run` does")
     a = sub.add_parser("answers", parents=[common], help="answers at a tick (time travel)")
     a.add_argument("--tick", type=int)
     a.add_argument("--status", choices=["definite", "hypothetical", "pending", "all"])
@@ -101,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tick_line(s: dict) -> str:
     c = s["counts"]
+    if "quiet_from" in c:
+        return (f"ticks {c['quiet_from']}..{s['tick']}: 0 fact(s), nothing to report (a quiet "
+                f"stretch, skipped; S_{s['tick']} rebuilt from tick {c['replayed_from']}: "
+                f"{c['pending']} pending answer(s)); state {c['state_rows']} rows [state "
+                f"v{s['state_version']}, answers v{s['answers_version']}]")
     return (f"tick {s['tick']}: {c['facts']} fact(s), {c['accepted']} accepted, "
             f"{c['rejected']} rejected, {c['duplicates']} duplicate(s)"
             f"{', ' + str(c['ignored']) + ' ignored' if c.get('ignored') else ''}; "
@@ -135,7 +148,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                   f"{r['query']}{', with confidence' if r['confidence'] else ''}\n")
         return 0
     if args.cmd == "ingest":
-        r = api.ingest(lake, args.tick, args.files, args.master)
+        r = api.ingest(lake, args.tick, args.files, args.master, max_gap=args.max_gap)
         if args.format == "json":
             out.write(json.dumps(r, sort_keys=True) + "\n")
         elif r["skipped"]:
@@ -163,9 +176,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             if start > end:
                 out.write(f"nothing to run: ticks up to {end} are complete\n")
                 return 0
-        for t in range(start, end + 1):
-            s = api.run_tick(lake, t, args.master, program=args.program,
-                             executor=args.executor)
+        for s in api.run_ticks(lake, start, end, args.master, program=args.program,
+                               executor=args.executor, skip=not args.no_skip):
             out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
                       else _tick_line(s) + "\n")
             out.flush()
@@ -253,7 +265,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
                   f"{p['query']}{', with confidence' if p.get('confidence') else ''}\n")
         out.write(f"  last tick: {s['last_tick']}   completed: "
-                  f"{_ranges(s['completed_ticks']) or 'none'}")
+                  f"{_ranges(s['completed_ticks'], s.get('quiet_stretches')) or 'none'}")
+        if s.get("quiet_stretches"):
+            out.write(f"   (skipped quiet stretches: "
+                      f"{', '.join(f'{a}..{b}' for a, b in s['quiet_stretches'])})")
         if s["incomplete_ticks"]:
             out.write(f"   incomplete (re-run them): {_ranges(s['incomplete_ticks'])}")
         if s["stale_ticks"]:
@@ -261,7 +276,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                       f"{_ranges(s['stale_ticks'])}")
         if s.get("late_facts"):
             late = s["late_facts"]
-            first = min(late)
+            first = s.get("late_rerun_from") or min(late)
             out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
                                                       sorted(late.items())) +
                       f" ingested after the tick ran (its answers lack them); re-run `hypo lake "
@@ -289,7 +304,28 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     return 2
 
 
-def _ranges(xs: list[int]) -> str:
+def _ranges(xs: list[int], stretches=None) -> str:
+    """'0..4, 7' of sorted ticks; a skipped quiet stretch [a, b] counts as all its ticks."""
+    if stretches:
+        have = set(xs)
+        xs = sorted(have | {a for a, _ in stretches})
+        spans = {a: b for a, b in stretches if b in have}
+        out, i = [], 0
+        while i < len(xs):
+            lo = hi = xs[i]
+            i += 1
+            while True:
+                if hi in spans and spans[hi] > hi:
+                    hi = spans[hi]
+                    while i < len(xs) and xs[i] <= hi:
+                        i += 1
+                elif i < len(xs) and xs[i] == hi + 1:
+                    hi = xs[i]
+                    i += 1
+                else:
+                    break
+            out.append(str(lo) if lo == hi else f"{lo}..{hi}")
+        return ", ".join(out)
     out, i = [], 0
     while i < len(xs):
         j = i

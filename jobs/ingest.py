@@ -62,6 +62,39 @@ class Parsed:
     def __len__(self) -> int:
         return len(self.pred)
 
+    def reject_ticks(self, far: dict[int, str]) -> int:
+        """Move the accepted rows of the ticks in `far` ({tick: reason}) to the rejected
+        ones as `far_tick` (their text rebuilt from the columns); returns how many."""
+        keep = [i for i, t in enumerate(self.tick) if t not in far]
+        if len(keep) == len(self.tick):
+            return 0
+        for i, t in enumerate(self.tick):
+            if t in far:
+                text = f"{self.pred[i]}({', '.join(map(str, self.args[i] + [self.time[i]]))})"
+                self.reject("far_tick", far[t], self.source[i], self.line[i], text, tick=t,
+                            pred=self.pred[i], args=self.args[i], time=self.time[i])
+        n = len(self.tick) - len(keep)
+        for col in ("tick", "pred", "args", "time", "source", "line"):
+            setattr(self, col, [getattr(self, col)[i] for i in keep])
+        return n
+
+
+def far_ticks(known: set[int], new: set[int], max_gap: Optional[int]) -> dict[int, str]:
+    """{tick: reason} of the new ticks more than max_gap ticks after the tick before them
+    (the known ticks and the new ones not refused, from 0): a likely wrong tick, as
+    `hypo run --max-gap` rejects it (the ticks of a gap run one tick job each, or a quiet
+    stretch)."""
+    if max_gap is None:
+        return {}
+    out, prev = {}, 0
+    for t in sorted(known | new):
+        if t in new and t not in known and t > prev + max_gap:
+            out[t] = (f"tick {t} is more than {max_gap} ticks after tick {prev}: a likely wrong "
+                      f"tick (raise --max-gap if the gap is real)")
+        else:
+            prev = max(prev, t)
+    return out
+
 
 def file_sha256(path: str) -> str:
     h = hashlib.sha256()

@@ -7,7 +7,7 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
@@ -17,8 +17,9 @@ from reasoning.errors import ProgramError
 
 from . import delta
 from .errors import InputError, LakeError, ProgramMismatch
-from .ingest import check_files, file_sha256, read_files, rename_sources, spool_streams
-from .store import DATA_TABLES, Lake, now
+from .ingest import (check_files, far_ticks, file_sha256, read_files, rename_sources,
+                     spool_streams)
+from .store import DATA_TABLES, Lake, now, rerun_from, stretch_of, stretches
 from schemas.lake import STATE_FORMAT
 
 STATUSES = ("definite", "hypothetical", "pending")
@@ -83,7 +84,11 @@ def _batches_in(path: str) -> set:
     return out
 
 
-def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[str] = None) -> dict:
+MAX_GAP = 100_000  # ticks; as `hypo run --max-gap`
+
+
+def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[str] = None,
+           max_gap: Optional[int] = MAX_GAP) -> dict:
     """Load producer files of a slice (tick None: every row says its tick) into `facts`;
     every row that cannot be read goes to `quarantine` (stage ingest).  Re-ingesting the
     same files for the same tick is a no-op (the batch id is in the commit metadata)."""
@@ -91,6 +96,8 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
     cp = L.program
     if tick is not None and tick < 0:
         raise InputError(f"tick {tick} is negative")
+    if max_gap is not None and max_gap < 0:
+        raise InputError(f"--max-gap {max_gap} is negative")
     if not files:
         if tick is None:
             raise InputError("no files given (pass FILE…, or --tick τ to ingest "
@@ -105,14 +112,14 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
     files = list(files)
     spooled = spool_streams(files, os.path.join(L.meta_dir, "spool"))
     try:
-        return _ingest_files(L, cp, files, spooled, tick, master)
+        return _ingest_files(L, cp, files, spooled, tick, master, max_gap)
     finally:
         for f in spooled:
             os.unlink(f)
 
 
 def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[int],
-                  master: Optional[str]) -> dict:
+                  master: Optional[str], max_gap: Optional[int] = MAX_GAP) -> dict:
     """ingest() of regular files (spooled: {copy: the name given} of pipes read once)."""
     shas = [file_sha256(f) for f in files]
     batch = hashlib.sha256(json.dumps({"tick": tick, "files": sorted(shas)}).encode()
@@ -124,11 +131,29 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
                               "tick": tick, "skipped": False}
     already = dict(skipped=True, accepted=0, rejected=0, by_tick={}, reasons={},
                    message=f"already ingested (batch {batch}), nothing to do")
-    if facts_done and quar_done:
+    refused = set()
+    if facts_done and quar_done and not any(b.startswith(f"{batch}-gap") for b in
+                                            _batches_in(L.path("facts"))):
+        refused = _far_refused(L, batch)  # admitted by a later --max-gap at most once
+    if facts_done and quar_done and not refused:
         result.update(already)
         return result
     parsed, unreadable = read_files([os.path.abspath(f) for f in files], cp, tick)
     rename_sources(parsed, spooled)
+    # rows that give their own tick (a slice named by --tick, e.g. the DAG's, is not judged);
+    # the completed ticks count as known: a tick right after a long quiet run is not far
+    far = {} if tick is not None else far_ticks(_fact_ticks(L) | {L.last_tick()},
+                                                set(parsed.tick), max_gap)
+    if refused:  # the same files again, with a larger --max-gap: the rows refused before
+        admit = refused - set(far)
+        if not admit:
+            result.update(already)
+            return result
+        parsed.reject_ticks({t: "" for t in set(parsed.tick) - admit})
+        parsed.rejected, unreadable = [], []
+        batch = result["batch"] = f"{batch}-gap{max_gap}"
+        facts_done, quar_done = batch in _batches_in(L.path("facts")), True
+    parsed.reject_ticks(far)
     if (facts_done or quar_done) and (facts_done or not len(parsed)) and \
             (quar_done or not parsed.rejected):
         result.update(already)  # a clean (or all-bad) slice writes to one table only
@@ -161,14 +186,14 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
             result.update(skipped=True, message="another ingest of these files for this tick "
                                                 "committed first; nothing was added")
     done = L.done()
-    late = sorted(t for t in by_tick if t in done)
+    late = sorted(t for t in by_tick if t in done or stretch_of(done, t) is not None)
     result.update(accepted=len(parsed), rejected=len(parsed.rejected),
                   by_tick={int(k): v for k, v in sorted(by_tick.items())},
                   reasons=dict(Counter(r["reason_code"] for r in parsed.rejected)),
                   unreadable_files=[spooled.get(u, u) for u in unreadable])
     if late:
         result["warning"] = (f"tick(s) {', '.join(map(str, late))} were already processed; re-run "
-                             f"`hypo lake run --from {late[0]} --to {L.last_tick(done)}` to "
+                             f"`hypo lake run --from {rerun_from(done, late)} --to {L.last_tick(done)}` to "
                              f"include these facts")
     return result
 
@@ -285,14 +310,76 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,
-              program: Optional[str] = None, executor: Optional[str] = None) -> list[dict]:
+              program: Optional[str] = None, executor: Optional[str] = None,
+              skip: bool = False) -> list[dict]:
+    """run_ticks() to the end (every tick computed unless skip)."""
+    return list(run_ticks(lake, start, end, master, program=program, executor=executor,
+                          skip=skip))
+
+
+def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
+              program: Optional[str] = None, executor: Optional[str] = None,
+              skip: bool = True) -> Iterator[dict]:
+    """Ticks start..end, one summary each as it completes; like `hypo run`, a quiet stretch
+    (no facts, nothing to report: reasoning.session.quiet_stretch) is skipped in O(margin)
+    and yields one summary whose counts carry `quiet_from` (not with --confidence: the
+    arrival model is continued tick by tick)."""
+    from reasoning.engine import Engine
+    from reasoning.session import quiet_margin, quiet_stretch
+
+    from . import confidence
     from . import tick as tickjob
 
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")
-    tickjob.preflight(Lake(lake).require(), start)
-    return [run_tick(lake, t, master, program=program, executor=executor)
-            for t in range(start, end + 1)]
+    L = Lake(lake).require()
+    L.check_program(program)
+    done = L.done()
+    tickjob.preflight(L, start, done)
+    margin = None
+    if skip and not confidence.enabled(L.program_info):
+        margin = quiet_margin(Engine(L.program))
+    quiet = 0  # completed ticks in a row before `t` without facts that reported nothing
+    while margin is not None and quiet < margin and start - quiet - 1 in done \
+            and _quiet(done[start - quiet - 1]):
+        quiet += 1
+    t = start
+    while t <= end:
+        if margin is not None and quiet >= margin:
+            nxt = min([u for u in _fact_ticks(L) if u >= t] + [end + 1])
+            q = quiet_stretch(margin, quiet, t, nxt)
+            if q is not None:
+                yield tickjob.run_quiet_stretch(L, t, q[1], q[0])
+                t, quiet = q[1] + 1, 0
+                continue
+        s = run_tick(lake, t, master, program=program, executor=executor)
+        quiet = quiet + 1 if _quiet(s) else 0
+        yield s
+        t += 1
+
+
+def _quiet(row: dict) -> bool:
+    """A completed tick (summary or `done` row) that had no facts and no hypothetical or
+    definite answer (`hypo run` prints nothing for it)."""
+    c = row["counts"]
+    c = json.loads(c or "{}") if not isinstance(c, dict) else c
+    return (not c.get("facts") and not c.get("definite") and not c.get("hypothetical")
+            and "quiet_from" not in c)
+
+
+def _far_refused(L: Lake, batch: str) -> set[int]:
+    """The ticks of rows an ingest of `batch` quarantined as `far_tick`."""
+    q = delta.read_arrow(L.path("quarantine"), "quarantine",
+                         columns=["tick", "reason_code", "batch"])
+    return {r["tick"] for r in q.to_pylist()
+            if r["batch"] == batch and r["reason_code"] == "far_tick"}
+
+
+def _fact_ticks(L: Lake) -> set[int]:
+    """The ticks the facts table has rows for (its partitions)."""
+    return {int(a["partition.tick"]) for a in
+            pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
+            if a.get("partition.tick") is not None}
 
 
 def default_range(lake: str) -> tuple[int, int]:
@@ -314,8 +401,8 @@ def default_range(lake: str) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- reading
-def _done_row(L: Lake, tick: Optional[int]) -> tuple[int, dict]:
-    done = L.done()
+def _done_row(L: Lake, tick: Optional[int], done: Optional[dict] = None) -> tuple[int, dict]:
+    done = L.done() if done is None else done
     if tick is None:
         tick = L.last_tick(done)
         if tick < 0:
@@ -337,7 +424,17 @@ def read_answers(lake: str, tick: Optional[int] = None, status: Optional[str] = 
     if status not in (None, "all") + STATUSES:
         raise LakeError(f"unknown status {status!r} (one of {', '.join(STATUSES)}, all)")
     L = Lake(lake).require()
-    tick, row = _done_row(L, tick)
+    done = L.done()
+    q = stretch_of(done, tick) if tick is not None and tick not in done else None
+    if q is not None:  # skipped: nothing to report there (reasoning.session.quiet_stretch)
+        if status in (None, "hypothetical", "definite"):
+            return []
+        raise LakeError(f"tick {tick} is in the quiet stretch {q[0]}..{q[1]} that `hypo lake "
+                        f"run` skipped (no facts, no hypothetical or definite answer): its "
+                        f"pending answers were not computed; those of tick {q[1]} were "
+                        f"(`--tick {q[1]}`), or re-run with `hypo lake run --from {q[0]} "
+                        f"--to {q[1]} --no-skip`")
+    tick, row = _done_row(L, tick, done)
     t = delta.read_arrow(L.path("answers"), "answers", version=row["answers_version"],
                          partitions={"tick": tick}, columns=["sort_key", "json", "status"])
     rows = sorted(t.to_pylist(), key=lambda r: r["sort_key"])
@@ -469,7 +566,16 @@ def late_facts(fact_adds: list, done: dict) -> dict[int, int]:
         read = json.loads(r.get("counts") or "{}").get("facts")
         if t not in unknown and read is not None and rows.get(t, 0) > int(read):
             out[t] = rows[t] - int(read)
-    return out
+    for a, b in stretches(done).items():  # a skipped quiet stretch read no facts at all
+        for t in set(rows) | unknown:
+            if a <= t < b and t not in done and rows.get(t, 0) + (t in unknown) > 0:
+                out[t] = rows.get(t, 0) or 1
+    return dict(sorted(out.items()))
+
+
+def late_rerun_from(lake: str, ticks) -> int:
+    """store.rerun_from() of a lake: where a re-run including facts of `ticks` starts."""
+    return rerun_from(Lake(lake).require().done(), ticks)
 
 
 def late_ticks(lake: str) -> dict[int, int]:
@@ -523,6 +629,8 @@ def lake_status(lake: str) -> dict:
         "incomplete_ticks": incomplete,
         "stale_ticks": stale,
         "late_facts": late,
+        "late_rerun_from": rerun_from(done, late) if late else None,
+        "quiet_stretches": sorted([a, b] for a, b in stretches(done).items()),
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,

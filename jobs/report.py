@@ -17,7 +17,7 @@ from reasoning.report import ReportData, render, write
 
 from . import delta
 from .errors import LakeError
-from .store import DATA_TABLES, Lake
+from .store import DATA_TABLES, Lake, stretches
 
 
 def _files_by_tick(L: Lake, kind: str, start: int, end: int) -> dict[int, list[str]]:
@@ -88,6 +88,20 @@ def _quality(L: Lake, done: dict, ticks: list[int]) -> tuple[list[dict], dict]:
     return out, quarantined
 
 
+def _gaps(start: int, end: int, spans: list) -> tuple[int, Optional[int]]:
+    """(number of ticks of start..end outside the spans, the first of them)."""
+    n, first, at = 0, None, start
+    for a, b in sorted(spans):
+        if a > at:
+            n += a - at
+            first = at if first is None else first
+        at = max(at, b + 1)
+    if at <= end:
+        n += end - at + 1
+        first = at if first is None else first
+    return n, first
+
+
 def lake_report(lake: Optional[str], start: Optional[int] = None,
                 end: Optional[int] = None) -> ReportData:
     """The report data of completed ticks start..end (default: 0 .. the last completed)."""
@@ -105,7 +119,9 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
     if not ticks:
         raise LakeError(f"no completed tick in {start}..{end} (completed: 0..{last})")
     end = min(end, max(ticks))
-    missing = [t for t in range(start, end + 1) if t not in done]
+    spans = [(max(a, start), min(b, end)) for a, b in stretches(done).items()
+             if a <= end and b >= start]
+    n_missing, first_missing = _gaps(start, end, [(t, t) for t in ticks] + spans)
     info = L.program_info
     conf = bool(info.get("confidence"))
     lcs = Lifecycles(label=lambda r: r["atom"], key=lambda r: r["answer_key"])
@@ -119,9 +135,12 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
                                 r["confidence"])
     quality, quarantined = _quality(L, done, ticks)
     notes = []
-    if missing:
-        notes.append(f"{len(missing)} tick(s) of the range are not completed and are left out "
-                     f"(first {missing[0]})")
+    if n_missing:
+        notes.append(f"{n_missing} tick(s) of the range are not completed and are left out "
+                     f"(first {first_missing})")
+    if spans:
+        notes.append("quiet stretches skipped by `hypo lake run` (no facts, nothing to "
+                     "report): " + ", ".join(f"{a}..{b}" for a, b in sorted(spans)))
     if start > 0:
         notes.append(f"answers announced before tick {start} count as announced at {start}")
     vcols = ("run", "facts_version", "prev_state_version", "state_version", "answers_version",

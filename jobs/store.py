@@ -188,9 +188,54 @@ class Lake:
         return out
 
     def last_tick(self, done: Optional[dict] = None) -> int:
-        """The last tick of the contiguous run of completed ticks from 0 (-1: none)."""
+        """The last tick of the contiguous run of completed ticks from 0, a skipped quiet
+        stretch counting as completed (-1: none)."""
         done = self.done() if done is None else done
+        starts = stretches(done)
         t = -1
-        while t + 1 in done:
-            t += 1
-        return t
+        while True:
+            s = starts.get(t + 1)
+            if s is not None and (t + 1 not in done or done[t + 1]["ts"] <= done[s]["ts"]):
+                t = s
+            elif t + 1 in done:
+                t += 1
+            else:
+                return t
+
+
+def quiet_from(row: dict) -> Optional[int]:
+    """The first tick of the quiet stretch a `done` row of the ticks log closes (its tick is
+    the stretch's last), or None for a row of one computed tick."""
+    c = row.get("counts") or ""
+    if '"quiet_from"' not in c:
+        return None
+    return json.loads(c).get("quiet_from")
+
+
+def stretches(done: dict[int, dict]) -> dict[int, int]:
+    """first tick -> last tick of each quiet stretch `hypo lake run` skipped (no facts and
+    nothing to report: reasoning.session.quiet_margin); its `done` row is at the last tick."""
+    out = {}
+    for t, r in done.items():
+        a = quiet_from(r)
+        if a is not None:
+            out[a] = t
+    return out
+
+
+def stretch_of(done: dict[int, dict], tick: int) -> Optional[tuple[int, int]]:
+    """(first, last) of the skipped quiet stretch holding `tick`, if any."""
+    for a, b in stretches(done).items():
+        if a <= tick <= b:
+            return a, b
+    return None
+
+
+def rerun_from(done: dict[int, dict], ticks) -> int:
+    """The tick a re-run must start at to include facts of `ticks`: the earliest of them, or
+    the first tick of the skipped quiet stretch holding it (whose inner ticks have no state)."""
+    out = []
+    for t in ticks:
+        q = stretch_of(done, t)
+        out.append(q[0] if q is not None else t)
+    return min(out)

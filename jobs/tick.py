@@ -44,7 +44,7 @@ from . import damage, delta
 from .dq import empty_summary
 from .errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
                      library_error)
-from .store import Lake
+from .store import Lake, stretch_of
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
@@ -162,6 +162,13 @@ def preflight(lake: Lake, tau: int, done: Optional[dict] = None) -> None:
     done = lake.done() if done is None else done
     if tau > 0 and tau - 1 not in done:
         last = lake.last_tick(done)
+        q = stretch_of(done, tau - 1)
+        if q is not None:
+            raise TickOrderError(
+                f"tick {tau} cannot run after tick {tau - 1}: ticks {q[0]}..{q[1]} are a quiet "
+                f"stretch `hypo lake run` skipped (no facts, nothing to report), whose state "
+                f"was only rebuilt at tick {q[1]}; run `hypo lake run --from {q[0]} --to "
+                f"{max(tau, q[1] + 1)}`")
         raise TickOrderError(
             f"tick {tau} cannot run before tick {tau - 1} has completed (last completed tick: "
             f"{last}); run `hypo lake run --from {last + 1} --to {tau}`")
@@ -430,7 +437,7 @@ def available_memory() -> Optional[int]:
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
             bad_files: list[dict], tm: "Timer") -> dict:
     """Steps 1-4 up to (not including) the commits; returns what the commits need."""
-    from reasoning.columnar.layout import FLOAT, INT, OBJ
+    from reasoning.columnar.layout import INT, OBJ
     from reasoning.gcpause import frozen_survivors
     from reasoning.patterns import Fact
 
@@ -541,15 +548,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                                  lake.path("state"), state_dir, "state", {"tick": str(tau)},
                                  f"state-{tag}")
         tm.lap("write state")
-        answer_actions = []
-        if answers_df is not None:
-            ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
-            have = set(B.columns(answers_df))
-            items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
-                     B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
-                     B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
-            answer_actions = io.write(B.select(answers_df, items), lake.path("answers"), ans_dir,
-                                      "answers", {"tick": str(tau)}, f"answers-{tag}")
+        answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
         tm.lap("write answers")
         del state_df, answers_df
         q_actions = []
@@ -582,6 +581,22 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         if beside is not None:
             beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
         raise
+
+
+def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str) -> list:
+    """The answers table's files of one tick (uncommitted add actions; none if no answers)."""
+    from reasoning.columnar.layout import FLOAT, OBJ
+
+    if answers_df is None:
+        return []
+    B = io.B
+    ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
+    have = set(B.columns(answers_df))
+    items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
+             B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
+             B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
+    return io.write(B.select(answers_df, items), lake.path("answers"), ans_dir, "answers",
+                    {"tick": str(tau)}, f"answers-{tag}")
 
 
 def _quarantine_frame(B, v):
@@ -751,6 +766,93 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
                "answers_digest": r["answers_digest"], "counts": r["counts"]}
     lake.log(tau, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
     tm.lap("commits")
+    summary["seconds"] = tm.phases
+    summary["driver_peak_gb"] = tm.peaks
+    return summary
+
+
+def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
+    """Skip the quiet stretch first..last (reasoning.session.quiet_stretch): no tick of it is
+    computed; S_last is rebuilt by the row engine from ∅ over the ticks start..last without
+    facts and committed as partition tick=last of state (with its main-query answers, all
+    pending) in one run, which clears any older partition of the stretch; the ticks log
+    gets one `done` row at `last` whose counts carry `quiet_from`.  The caller checked that
+    the facts table has no row in first..last and that ticks first-margin..first-1 were
+    quiet."""
+    from reasoning.engine import Engine
+    from reasoning.explain import Explainer
+    from reasoning.session import answers_at
+
+    from reasoning.columnar import ColumnarEngine
+    from reasoning.patterns import Fact
+
+    from .state import STATE_KINDS, answer_state_rows
+
+    lake.require()
+    state_layout_ok(lake)
+    cp = lake.program
+    tm = Timer()
+    run = uuid.uuid4().hex[:12]
+    tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
+    versions = {k: t.version() for k, t in tables.items()}
+    preflight(lake, first)
+    lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
+    eng = Engine(cp)
+    eng.tau = start - 1
+    rep = None
+    for t in range(start, last + 1):
+        rep = eng.step([], t)
+    objs = answers_at(Explainer(eng), last, rep.snapshot, False, True, False)
+    shown = [o for o in objs if o["status"] != "pending"]
+    if shown:  # cannot happen (quiet_margin); refuse rather than commit a wrong stretch
+        raise LakeError(f"internal error: the replay of the quiet stretch {first}..{last} "
+                        f"ends with {len(shown)} non-pending answer(s); run the ticks one by "
+                        f"one (`hypo lake tick`)")
+    window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
+    srows = answer_state_rows(ColumnarEngine(cp), list(eng.answers), window, cp,
+                              eng.answered.items())
+    tm.lap(f"replay of ticks {start}..{last} (row engine, no facts)")
+    io = LocalIO()
+    B = io.B
+    tag = f"{last:08d}-{run}"
+    state_actions = io.write(B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS}),
+                             lake.path("state"), f"tick={last}/v-{tag}", "state",
+                             {"tick": str(last)}, f"state-{tag}")
+    answer_actions = _write_answers(io, _answers_frame(B, objs) if objs else None, lake, last,
+                                    f"tick={last}/r-{run}", tag)
+    n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
+                                     for a in state_actions], STATE_FILE_COLS)
+    n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
+                                    for a in answer_actions], ["json"])
+    tm.lap("write state and answers")
+    md = {"tick": str(last), "run": run, "program": cp.text_hash, "quiet_from": str(first)}
+    what = f"tick {last} is being written by another run"
+    commits = {}
+    for kind, acts in (("state", state_actions), ("answers", answer_actions)):
+        old = sorted({int(a["partition.tick"]) for a in
+                      pa.table(tables[kind].get_add_actions(flatten=True)).to_pylist()
+                      if a.get("partition.tick") is not None
+                      and first <= int(a["partition.tick"]) <= last} | {last})
+        try:
+            commits[kind] = delta.commit(
+                tables[kind], kind, acts, mode="overwrite",
+                partition_filters=[("tick", "in", [str(x) for x in old])],
+                metadata={**md, "prev_state_version": "-1",
+                          "facts_version": str(versions["facts"])}, what=what)
+        except ConcurrentTickError as e:
+            raise ConcurrentTickError(f"{e}; the quiet stretch {first}..{last} is not "
+                                      f"complete (run it again)") from None
+    tm.lap("commits")
+    counts = {"facts": 0, "rejected": 0, "duplicates": 0, "ignored": 0, "accepted": 0,
+              "quarantined": 0, "state_rows": n_state, "answers": n_ans,
+              "definite": st.get("definite", 0), "hypothetical": st.get("hypothetical", 0),
+              "pending": st.get("pending", 0), "executor": "row", "quiet_from": first,
+              "replayed_from": start}
+    summary = {"tick": last, "run": run, "facts_version": versions["facts"],
+               "prev_state_version": -1, "state_version": commits["state"],
+               "answers_version": commits["answers"], "quarantine_version": -1,
+               "state_digest": sdig, "answers_digest": adig, "counts": counts}
+    lake.log(last, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
     summary["seconds"] = tm.phases
     summary["driver_peak_gb"] = tm.peaks
     return summary

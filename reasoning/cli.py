@@ -18,7 +18,8 @@ from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
 from .pruning import Pruner, wants_confidence
 from .runreport import RunReport
-from .session import ENGINES, Session, answers_at, default_until, quiet_margin  # noqa: F401
+from .session import (ENGINES, Session, answers_at, default_until, quiet_margin,  # noqa: F401
+                      quiet_stretch)
 from .stream import STDIN, Prefetched, Slice, StreamReader, open_stream, stream_name
 
 
@@ -123,9 +124,9 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
         if margin is not None and quiet >= margin:
             nxt = ahead.tick if ahead is not None else (
                 args.until + 1 if args.until is not None else None)
-            if nxt is not None and nxt - 2 * margin > tau:
-                tau, prev_hyp = _skip_quiet(args, sess, changes, out, main_q, tau, nxt,
-                                            margin)
+            skip = quiet_stretch(margin, quiet, tau, nxt)
+            if skip is not None:
+                tau, prev_hyp = _skip_quiet(args, sess, changes, out, main_q, tau, *skip)
                 quiet = 0
     if args.until is not None:  # the lines after --until are not read
         for _ in feed:
@@ -148,13 +149,12 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
     return 1 if reader.rejected else 0
 
 
-def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int, nxt: int,
-                margin: int) -> tuple[int, dict]:
-    """Skip the quiet stretch τ..nxt-margin-1 in O(margin): nothing can be printed there
-    (session.quiet_margin), so it is one line; S_τ at nxt-margin is rebuilt by a fresh
-    executor replaying the margin before it, whose output is not shown.  Returns the next
+def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int, start: int,
+                last: int) -> tuple[int, dict]:
+    """Skip the quiet stretch τ..last in O(margin) (session.quiet_stretch): nothing can be
+    printed there, so it is one line; S_last is rebuilt by a fresh executor replaying the
+    ticks start..last, whose output is not shown.  Returns the next
     tick to run and the text view's hypothetical answers."""
-    last = nxt - margin - 1
     if args.format == "jsonl":
         if changes is None:
             out.write(json.dumps({"tick": tau, "query": main_q, "status": "none",
@@ -162,7 +162,6 @@ def _skip_quiet(args, sess: Session, changes, out: TextIO, main_q: str, tau: int
     else:
         out.write(f"ticks {tau}..{last}: 0 fact(s), nothing to report (a quiet stretch, "
                   f"skipped)\n")
-    start = nxt - 2 * margin
     sess.restart(start)
     for t in range(start, last + 1):
         sess.step([], t)
@@ -246,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stream", required=True,
                    help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"} (`-`: standard input)')
     r.add_argument("--query")
-    r.add_argument("--until", type=int, help="last tick to process")
+    r.add_argument("--until", type=_tick, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")
     r.add_argument("--all-queries", action="store_true", help="also the auxiliary queries")
     r.add_argument("--all", action="store_true", help="also pending answers (no evidence yet)")
@@ -259,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-skip", action="store_true",
                    help="print every tick of a quiet stretch (no facts, nothing to report) "
                         "instead of one line for it")
-    r.add_argument("--max-gap", type=int, default=100_000, metavar="N",
+    r.add_argument("--max-gap", type=_tick, default=100_000, metavar="N",
                    help="reject a line whose tick is more than N ticks after the previous "
                         "slice (a guard against a wrong tick; default 100000)")
     r.add_argument("--changes", action="store_true",
@@ -291,6 +290,16 @@ def _probability(text: str) -> float:
     if not 0.0 <= p <= 1.0:  # also NaN
         raise argparse.ArgumentTypeError(f"expected a probability between 0 and 1, got {text!r}")
     return p
+
+
+def _tick(text: str) -> int:
+    """--until, --max-gap: a tick count, a natural number below 2⁶⁰ (as ticks and times)."""
+    from .stream import MAX_TIME
+
+    t = text.strip().replace("_", "")
+    if not t.isdigit() or len(t) > 19 or int(t) >= MAX_TIME:
+        raise argparse.ArgumentTypeError(f"expected a natural number below 2^60, got {text!r}")
+    return int(t)
 
 
 def _natural(text: str) -> int:

@@ -57,6 +57,17 @@ def quiet_margin(eng) -> Optional[int]:
     return h * (len(eng.cp.queries) + 1) + 2
 
 
+def quiet_stretch(margin: Optional[int], quiet: int, tau: int,
+                  nxt: Optional[int]) -> Optional[tuple[int, int]]:
+    """(replay start, last skipped tick) when ticks τ..last can be skipped: `quiet` ≥ margin
+    ticks in a row brought no fact and printed nothing, and the next fact arrives at `nxt`
+    (or the run ends at nxt - 1).  S_last is what a fresh executor builds from ∅ over the
+    ticks start..last without facts (quiet_margin); used by `hypo run` and `hypo lake run`."""
+    if margin is None or quiet < margin or nxt is None or nxt - 2 * margin <= tau:
+        return None
+    return nxt - 2 * margin, nxt - margin - 1
+
+
 def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pending: bool,
                ground: bool) -> list[dict]:
     """The printed answer set of one tick (main query unless all_queries), sorted by
@@ -296,4 +307,5 @@ class Session:
 
 
 __all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "default_until", "quiet_margin",
+           "quiet_stretch",
            "DEFINITE"]
