@@ -70,7 +70,6 @@ DEFAULT_PROGRAM = "examples/wind_turbines.tdl"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_EPOCH = "2026-01-01T00:00:00+00:00"
 READY = "_READY"
-DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")  # text ones may end .gz
 LIST_LIMIT = 50  # answers / quarantine rows listed per tick in the log
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -184,6 +183,8 @@ def slice_status(lake: str, tick: int) -> dict:
     """What the producer has put in <lake>/landing/tick=<τ>/: ready (the _READY marker is
     there), the data files (sorted), and entries we would not read (`unexpected`; names
     starting with _ or . such as _SUCCESS or .crc files are ignored)."""
+    from jobs.ingest import is_data_file  # (not at import: the scheduler parses this file)
+
     d = landing_dir(lake, tick)
     out: dict[str, Any] = {"dir": d, "ready": False, "files": [], "unexpected": []}
     if not os.path.isdir(d):
@@ -193,7 +194,7 @@ def slice_status(lake: str, tick: int) -> dict:
         full = os.path.join(d, name)
         if name.startswith(("_", ".")):
             continue
-        if os.path.isfile(full) and name.lower().removesuffix(".gz").endswith(DATA_SUFFIXES):
+        if os.path.isfile(full) and is_data_file(name):
             out["files"].append(full)
         else:
             out["unexpected"].append(name)
@@ -408,6 +409,8 @@ def hypo_ticks():
                      READY, READY, format_duration(SLICE_TIMEOUT))
             return PokeReturnValue(is_done=False)
         if s["unexpected"]:
+            from jobs.ingest import DATA_SUFFIXES
+
             raise AirflowFailException(
                 f"slice {run['tick']}: {s['dir']} holds entries that are not data files "
                 f"({', '.join(s['unexpected'][:10])}); expected {', '.join(DATA_SUFFIXES)} "

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Optional, TextIO
 
+from reasoning.cli import tick_arg
 from reasoning.errors import HypoError, ProgramError
 
 USAGE_EXAMPLES = """examples:
@@ -52,17 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "model learned from tick 0, computed on the driver; README "
                         "\"Confidence\")")
     g = sub.add_parser("ingest", parents=[common], help="load JSONL/CSV/Parquet files into facts")
-    g.add_argument("--tick", type=int, help="the slice (default: every row gives its tick)")
+    g.add_argument("--tick", type=tick_arg, help="the slice (default: every row gives its tick)")
     g.add_argument("--master", help="Spark master (default local[2])")
     g.add_argument("--format", choices=["text", "json"], default="text")
-    g.add_argument("--max-gap", type=int, default=100_000, metavar="N",
+    g.add_argument("--max-gap", type=tick_arg, default=100_000, metavar="N",
                    help="quarantine (far_tick) a row whose tick is more than N ticks after "
                         "the lake's previous fact tick, as `hypo run --max-gap` rejects it "
                         "(a guard against a wrong tick; default 100000); ingesting the same "
                         "files again with a larger N adds the rows it refused")
     g.add_argument("files", nargs="*")
     t = sub.add_parser("tick", parents=[common], help="compute tick τ")
-    t.add_argument("tick", type=int)
+    t.add_argument("tick", type=tick_arg)
     t.add_argument("--master")
     t.add_argument("--program", help="refuse to run unless the lake's program is this file")
     t.add_argument("--executor", choices=["auto", "spark", "local", "row"],
@@ -71,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "row (the row engine on the driver, the reference)")
     t.add_argument("--format", choices=["text", "json"], default="text")
     r = sub.add_parser("run", parents=[common], help="compute ticks a..b")
-    r.add_argument("--from", dest="start", type=int)
-    r.add_argument("--to", dest="end", type=int)
+    r.add_argument("--from", dest="start", type=tick_arg)
+    r.add_argument("--to", dest="end", type=tick_arg)
     r.add_argument("--master")
     r.add_argument("--program")
     r.add_argument("--executor", choices=["auto", "spark", "local", "row"])
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute every tick of a quiet stretch (no facts, nothing to report) "
                         "instead of skipping it as `hypo run` does")
     a = sub.add_parser("answers", parents=[common], help="answers at a tick (time travel)")
-    a.add_argument("--tick", type=int)
+    a.add_argument("--tick", type=tick_arg)
     a.add_argument("--status", choices=["definite", "hypothetical", "pending", "all"])
     a.add_argument("--format", choices=["jsonl", "text"], default="jsonl")
     h = sub.add_parser("history", parents=[common], help="the lifecycle of one answer")
@@ -91,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=["text", "json"], default="text")
     rp = sub.add_parser("report", parents=[common],
                         help="the lifecycle report of ticks a..b as one self-contained HTML file")
-    rp.add_argument("--from", dest="start", type=int, help="first tick (default 0)")
-    rp.add_argument("--to", dest="end", type=int, help="last tick (default: the last completed)")
+    rp.add_argument("--from", dest="start", type=tick_arg, help="first tick (default 0)")
+    rp.add_argument("--to", dest="end", type=tick_arg, help="last tick (default: the last completed)")
     rp.add_argument("--out", help="the HTML file (default <lake>/reports/ticks=a-b.html)")
     v = sub.add_parser("verify", parents=[common],
                        help="check every table's log and files and the ticks log; exit 1 if "

@@ -18,8 +18,8 @@ from typing import Any, Iterator, Optional
 
 from reasoning.compiler import CompiledProgram
 from reasoning.errors import ProgramError
-from reasoning.stream import (JSON_SPACE, MAX_LINE, MAX_TIME, DamagedArchive, is_gzip,
-                              parse_fact_text, structured_fact)
+from reasoning.stream import (GZIP_MAGIC, JSON_SPACE, MAX_LINE, MAX_TIME, DamagedArchive,
+                              is_gzip, parse_fact_text, structured_fact)
 
 from .errors import InputError
 
@@ -104,14 +104,20 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
+DATA_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+                 ".parquet": "parquet", ".pq": "parquet"}  # a text one may end .gz too
+
+
+def is_data_file(name: str) -> bool:
+    """A file ingest reads by its name (a landing directory's entries; the DAG's listing)."""
+    return name.lower().removesuffix(".gz").endswith(tuple(DATA_SUFFIXES))
+
+
 def detect_format(path: str) -> str:
     low = path.lower().removesuffix(".gz")  # a compressed text file: by its inner name
-    if low.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if low.endswith(".csv"):
-        return "csv"
-    if low.endswith((".parquet", ".pq")):
-        return "parquet"
+    for suffix, fmt in DATA_SUFFIXES.items():
+        if low.endswith(suffix):
+            return fmt
     if low != path.lower():
         return "jsonl"
     with open(path, "rb") as fh:
@@ -146,13 +152,18 @@ def spool_streams(files: list[str], tmpdir: str) -> dict[str, str]:
         base = os.path.basename(f)
         gz = ".gz" if base.lower().endswith(".gz") else ""
         ext = os.path.splitext(base.removesuffix(gz))[1]  # the format by name, else sniffed
-        if ext.lower() not in (".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".pq"):
+        if ext.lower() not in DATA_SUFFIXES:
             ext = ""
         ext += gz
         fd, tmp = tempfile.mkstemp(prefix="spool-", suffix=ext, dir=os.path.abspath(tmpdir))
         try:
             with open(f, "rb") as src, os.fdopen(fd, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
+            if not ext:  # a nameless pipe of gzip data (`<(gzip -c …)`): by its magic bytes
+                with open(tmp, "rb") as fh:
+                    if fh.read(2) == GZIP_MAGIC:
+                        os.replace(tmp, tmp + ".gz")
+                        tmp += ".gz"
         except BaseException:
             os.unlink(tmp)
             raise

@@ -17,8 +17,8 @@ from reasoning.errors import ProgramError
 
 from . import delta
 from .errors import InputError, LakeError, ProgramMismatch
-from .ingest import (check_files, far_ticks, file_sha256, read_files, rename_sources,
-                     spool_streams)
+from .ingest import (check_files, far_ticks, file_sha256, is_data_file, read_files,
+                     rename_sources, spool_streams)
 from .store import DATA_TABLES, Lake, now, rerun_from, stretch_of, stretches
 from schemas.lake import STATE_FORMAT
 
@@ -105,9 +105,7 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         land = os.path.join(L.root, "landing", f"tick={tick}")
         if not os.path.isdir(land):
             raise InputError(f"no files given and no landing directory {land}")
-        files = sorted(os.path.join(land, f) for f in os.listdir(land)
-                       if f.lower().removesuffix(".gz").endswith((".jsonl", ".ndjson", ".json",
-                                                                   ".csv", ".parquet")))
+        files = sorted(os.path.join(land, f) for f in os.listdir(land) if is_data_file(f))
     check_files(files)
     files = list(files)
     spooled = spool_streams(files, os.path.join(L.meta_dir, "spool"))

@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stream", required=True,
                    help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"} (`-`: standard input)')
     r.add_argument("--query")
-    r.add_argument("--until", type=_tick, help="last tick to process")
+    r.add_argument("--until", type=tick_arg, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")
     r.add_argument("--all-queries", action="store_true", help="also the auxiliary queries")
     r.add_argument("--all", action="store_true", help="also pending answers (no evidence yet)")
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-skip", action="store_true",
                    help="print every tick of a quiet stretch (no facts, nothing to report) "
                         "instead of one line for it")
-    r.add_argument("--max-gap", type=_tick, default=100_000, metavar="N",
+    r.add_argument("--max-gap", type=tick_arg, default=100_000, metavar="N",
                    help="reject a line whose tick is more than N ticks after the previous "
                         "slice (a guard against a wrong tick; default 100000)")
     r.add_argument("--changes", action="store_true",
@@ -292,8 +292,8 @@ def _probability(text: str) -> float:
     return p
 
 
-def _tick(text: str) -> int:
-    """--until, --max-gap: a tick count, a natural number below 2⁶⁰ (as ticks and times)."""
+def tick_arg(text: str) -> int:
+    """--until, --max-gap (and the lake's ticks): a tick, a natural number below 2⁶⁰ (as ticks and times)."""
     from .stream import MAX_TIME
 
     t = text.strip().replace("_", "")

@@ -18,12 +18,13 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from .syntax import NAME
+
 MIN_LINES = 200  # fewer canonical lines: lark reads them with the rest (a few ms)
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_LINE = re.compile(rf"[ \t]*#delay[ \t]+({_NAME})[ \t]*\(([^()\"%]*)\)[ \t]*=[ \t]*([0-9]+)"
+_LINE = re.compile(rf"[ \t]*#delay[ \t]+({NAME})[ \t]*\(([^()\"%]*)\)[ \t]*=[ \t]*([0-9]+)"
                    rf"[ \t]*\.[ \t\r]*")
-_ARG = re.compile(rf"[ \t]*({_NAME}|[0-9]+)[ \t]*")
+_ARG = re.compile(rf"[ \t]*({NAME}|[0-9]+)[ \t]*")
 # names the lexer reads as keywords (grammar.lark: UNARY_OP, SINCE, _UNTIL, _NOT)
 _KEYWORDS = frozenset({"not", "until", "Since", "Boxminus", "Diamondminus", "Boxplus",
                        "Diamondplus"})

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional, Union
 
 from .errors import ProgramError
-from .syntax import Atom, Literal, Span, Time, Var
+from .syntax import NAME, Atom, Literal, Span, Time, Var
 
 OPERATORS = {"Boxminus": "Boxminus", "⊟": "Boxminus", "Diamondminus": "Diamondminus",
              "⟐": "Diamondminus", "Boxplus": "Boxplus", "Diamondplus": "Diamondplus"}
@@ -107,7 +107,7 @@ def render_aux(pred: str, args: list[str], time: Callable[[int], str]) -> Option
 
 _PARSE: dict[str, "re.Pattern[str]"] = {}
 _TERM = r'("(?:[^"\\]|\\.)*"|[^,()" ]+)'
-_TIME = r"(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*(?:[+-][0-9]+)?)"
+_TIME = rf"(-?[0-9]+|{NAME}(?:[+-][0-9]+)?)"
 
 
 def parse_aux(text: str) -> Optional[tuple[str, tuple[str, ...], str]]:
@@ -163,7 +163,7 @@ def readable(text: str) -> str:
 
 
 _AUX_ATOM = re.compile("(" + re.escape(AUX_PREFIX) + r"[A-Za-z0-9_]+)(?:\(([^()]*)\))?")
-_TIME_TEXT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?([+-]?[0-9]+)?$")
+_TIME_TEXT = re.compile(rf"^({NAME})?([+-]?[0-9]+)?$")
 
 
 def _shift_text(time: str, d: int) -> str:

@@ -16,6 +16,7 @@ from .compiler import CompiledProgram
 from .declared import IGNORED, declared_unused, did_you_mean
 from .errors import HypoError, ProgramError
 from .patterns import Fact
+from .syntax import NAME
 
 MAX_LINE = 1 << 16
 JSON_SPACE = " \t\r\n"  # the whitespace JSON allows around a value
@@ -307,7 +308,7 @@ class Slice:
         return {p: (fs[0] if len(fs) == 1 else pl.concat(fs)) for p, fs in parts.items()}
 
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(rf"^{NAME}$")
 
 
 def structured_fact(obj: dict) -> tuple[Optional[Fact], Optional[str]]:
@@ -527,11 +528,12 @@ class _GzipLines:
     """A gzip-compressed stream file's lines (as open_stream's), the archive's damage a
     one-line DamagedArchive naming the last line read."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, fileobj=None):
         import gzip
 
         self.path = path
-        self.fh = gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
+        self.fh = gzip.open(fileobj if fileobj is not None else path, "rt",
+                            encoding="utf-8-sig", errors="replace")
 
     def __enter__(self) -> "_GzipLines":
         return self
@@ -558,13 +560,32 @@ def open_stream(path: str):
     """A stream file's lines (undecodable bytes are replaced, and so rejected by parsing; a
     leading byte-order mark is dropped; a gzip file is decompressed); `-` is standard
     input."""
+    import io
+    import os
+    import stat
+
     if path == STDIN:
         import sys
 
-        return open(sys.stdin.fileno(), encoding="utf-8-sig", errors="replace", closefd=False)
-    if is_gzip(path):
+        raw = open(sys.stdin.fileno(), "rb", closefd=False)
+    elif is_gzip(path):
         return _GzipLines(path)
-    return open(path, encoding="utf-8-sig", errors="replace")
+    elif not stat.S_ISREG(os.stat(path).st_mode) and unnamed_stream(path):
+        raw = open(path, "rb")
+    else:
+        return open(path, encoding="utf-8-sig", errors="replace")
+    # a pipe without a data file's name (`-`, `<(gzip -c …)`): gzip if it starts with gzip's
+    # magic bytes (no text does: 0x8b is not UTF-8), peeked at without consuming them
+    if raw.peek(2)[:2] == GZIP_MAGIC:
+        return _GzipLines(stream_name(path), raw)
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace")
+
+
+def unnamed_stream(path: str) -> bool:
+    """A name that says nothing of the format (`/dev/fd/63`, `/dev/stdin`) or ends .gz."""
+    low = path.lower()
+    return low.endswith(".gz") or not low.endswith((".jsonl", ".ndjson", ".json", ".csv",
+                                                    ".txt", ".parquet", ".pq"))
 
 
 def stream_name(path: str) -> str:

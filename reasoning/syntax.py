@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Union
 
+NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # an identifier: the grammar's NAME (grammar.lark)
 _BARE_CONST = re.compile(r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$")
 
 

@@ -163,7 +163,13 @@ def test_a_far_tick_is_quarantined_at_ingest_unless_the_gap_is_allowed(tmp_path)
     assert api.ingest(lake, None, [stream], max_gap=2 * FAR)["skipped"]
     assert api.lake_status(lake)["rows"]["facts"] == 7
     rc, out, err = hypo("lake", "--lake", lake, "ingest", "--max-gap", "-1", stream)
-    assert rc == 2 and "--max-gap -1 is negative" in err
+    assert rc == 2 and "argument --max-gap: expected a natural number below 2^60" in err
+    for argv in (["run", "--to", str(10 ** 30)], ["tick", "-1"], ["answers", "--tick", "x"]):
+        rc, out, err = hypo("lake", "--lake", lake, *argv)
+        assert rc == 2 and "expected a natural number below 2^60" in err, argv
+        assert err.count("\n") == 1, err
+    with pytest.raises(Exception, match="--max-gap -1 is negative"):
+        api.ingest(lake, None, [stream], max_gap=-1)
 
 
 def test_verify_accepts_stretches_and_ticks_without_answers(quiet_lake, tmp_path):

@@ -738,3 +738,25 @@ def test_gx_beside_drops_only_its_own_output_and_reraises(capsys):
     b = GXBeside(lambda: go.wait(5))
     b.close()  # a tick that failed first: the streams are given back at once
     assert sys.stdout is out0 and sys.stderr is err0
+
+
+def test_ingest_of_a_nameless_pipe_of_gzip_data(tmp_path):
+    """`hypo lake ingest <(gzip -c s.jsonl)`: the spooled copy of a pipe whose name says no
+    format is decompressed when it starts with gzip's magic bytes."""
+    import gzip
+    import threading
+
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, TURBINES)
+    text = b'{"tick": 0, "fact": "Hot(wt1, 0)"}\n{"tick": 1, "fact": "Hot(wt2, 1)"}\n'
+    fifo = str(tmp_path / "63")
+    os.mkfifo(fifo)
+    w = threading.Thread(target=lambda: open(fifo, "wb").write(gzip.compress(text)),
+                         daemon=True)
+    w.start()
+    got = api.ingest(lake, None, [fifo])
+    w.join(timeout=10)
+    assert got["accepted"] == 2 and got["rejected"] == 0, got
+    assert not os.listdir(os.path.join(lake, "_hypo", "spool"))

@@ -437,3 +437,16 @@ def test_a_delay_line_inside_an_unfinished_statement_is_still_an_error():
     finally:
         dl.MIN_LINES = old
     assert (e.value.span.line, e.value.span.column) == (3, 1) and "#delay" in e.value.message
+
+
+def test_the_grammar_and_the_fast_readers_agree_on_identifiers():
+    """grammar.lark's NAME is syntax.NAME, which the stream reader, the #delay line reader
+    and the metric rewriting use (one definition of an identifier)."""
+    import os
+    import re
+
+    from reasoning.syntax import NAME
+
+    here = os.path.join(os.path.dirname(__file__), "..", "reasoning", "grammar.lark")
+    m = re.search(r"^NAME: /(.*)/$", open(here, encoding="utf-8").read(), re.M)
+    assert m and m.group(1) == NAME

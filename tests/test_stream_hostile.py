@@ -241,3 +241,35 @@ def test_a_gzip_stream_is_read_and_a_damaged_one_is_one_line(tmp_path):
     c = run(cut)
     assert c.returncode == 2 and "Traceback" not in c.stderr
     assert c.stderr.strip().splitlines()[-1].startswith(f"hypo: error: {cut}: damaged gzip data")
+
+
+def test_gzip_data_on_standard_input_or_a_nameless_pipe_is_decompressed(tmp_path):
+    """`gzip -c s | hypo run … --stream -` and `--stream <(gzip -c s)`: a pipe has no name to
+    go by, so gzip's magic bytes decide (peeked at, not consumed; no text starts with them);
+    plain text through the same pipe is read as before, and damage is one line."""
+    import gzip
+    import os
+    import threading
+
+    plain = (EXAMPLES / "wind_turbines.jsonl").read_bytes()
+    prog = str(EXAMPLES / "wind_turbines.tdl")
+
+    def run(stream, data):
+        return subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream",
+                               stream, "--format", "jsonl"], input=data, capture_output=True,
+                              cwd=str(ROOT))
+
+    want = run(str(EXAMPLES / "wind_turbines.jsonl"), b"")
+    assert want.returncode == 0
+    assert run("-", gzip.compress(plain)).stdout == want.stdout
+    assert run("-", plain).stdout == want.stdout
+    cut = run("-", gzip.compress(plain)[:-12])
+    assert cut.returncode == 2 and b"Traceback" not in cut.stderr
+    assert cut.stderr.strip().splitlines()[-1].startswith(b"hypo: error: <stdin>: damaged gzip")
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    w = threading.Thread(target=lambda: open(fifo, "wb").write(gzip.compress(plain)),
+                         daemon=True)
+    w.start()
+    assert run(fifo, b"").stdout == want.stdout
+    w.join(timeout=10)
