@@ -302,9 +302,10 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     L = Lake(lake).require()
     L.check_program(program)
     _ = L.program
-    tickjob.preflight(L, tick)
+    log = L.ticks_log()
+    tickjob.preflight(L, tick, L.done(log))
     return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor),
-                            master=planned_master(master))
+                            master=planned_master(master), log=log)
 
 
 def run_range(lake: str, start: int, end: int, master: Optional[str] = None, *,

@@ -152,30 +152,43 @@ class Lake:
         path = self.path("ticks")
         act = delta.write_file(path, "ticks", data, "log", {},
                                name=f"{tick:08d}-{phase}-{run}.parquet")
-        delta.commit(self.table("ticks"), "ticks", [act], mode="append",
+        delta.commit(self._ticks_table(), "ticks", [act], mode="append",
                      metadata={"tick": str(tick), "run": run, "phase": phase}, exclusive=False)
         if phase == "done":
             self.compact_log()
 
-    def compact_log(self, max_files: int = 256) -> bool:
-        """Rewrite the ticks log as one file once it has many (skipped if another run
-        appended meanwhile: the overwrite is an exclusive commit)."""
-        dt = self.table("ticks")
+    def _ticks_table(self):
+        """The ticks log's table, opened once per Lake and brought up to date by reading only
+        the commits since (a tick appends four rows: a fresh open replays up to 100 commits;
+        the log's appends are not conditional on a version, so a shared object is safe)."""
+        dt = getattr(self, "_ticks_dt", None)
+        if dt is None:
+            dt = self._ticks_dt = self.table("ticks")
+        else:
+            try:
+                dt.update_incremental()
+            except Exception:  # noqa: BLE001 - reopened (and a damaged log named) below
+                dt = self._ticks_dt = self.table("ticks")
+        return dt
+
+    def compact_log(self, max_files: int = 64) -> bool:
+        """Once the ticks log has more than max_files files, bin-pack its small files into
+        files of up to 256 KB (Delta OPTIMIZE; ~12 000 rows at ~20 bytes a row): a
+        compaction rewrites at most that much, where rewriting the whole log made the bytes
+        written grow with the square of the ticks (skipped if it conflicts with another
+        run's commit)."""
+        dt = self._ticks_table()
         if len(dt.file_uris()) <= max_files:
             return False
-        path = self.path("ticks")
-        data = delta.read_arrow(path, "ticks", dt=dt)
-        act = delta.write_file(path, "ticks", data, "log", {},
-                               name=f"compacted-v{dt.version() + 1}.parquet")
         try:
-            delta.commit(dt, "ticks", [act], mode="overwrite", metadata={"phase": "compact"})
-        except delta.CommitConflict:
-            os.remove(os.path.join(path, act.path))
+            dt.optimize.compact(target_size=1 << 18, commit_properties=delta.CommitProperties(
+                custom_metadata={"phase": "compact"}, max_commit_retries=0))
+        except Exception:  # noqa: BLE001 - a conflict: the next tick's compaction retries
             return False
         return True
 
     def ticks_log(self) -> list[dict]:
-        t = delta.read_arrow(self.path("ticks"), "ticks")
+        t = delta.read_arrow(self.path("ticks"), "ticks", dt=self._ticks_table())
         return sorted(t.to_pylist(), key=lambda r: (r["ts"], r["tick"], PHASES.index(r["phase"])
                                                     if r["phase"] in PHASES else 9))
 

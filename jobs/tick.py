@@ -174,9 +174,9 @@ def preflight(lake: Lake, tau: int, done: Optional[dict] = None) -> None:
             f"{last}); run `hypo lake run --from {last + 1} --to {tau}`")
 
 
-def state_layout_ok(lake: Lake) -> None:
+def state_layout_ok(lake: Lake, dt=None) -> None:
     """Refuse a state table written by an earlier layout, naming the command that migrates."""
-    if "vals" not in delta.table_columns(lake.table("state")):
+    if "vals" not in delta.table_columns(dt if dt is not None else lake.table("state")):
         raise LakeError(f"the state table of {lake.root} has the layout of an earlier version "
                         f"(hypo-state/1); run `hypo lake migrate --lake {lake.root}` once, then "
                         f"the tick again")
@@ -700,14 +700,13 @@ def _answers_frame(B, objs: list[dict], conf=None):
 
 
 def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
-             master: str = "") -> dict:
+             master: str = "", log: Optional[list[dict]] = None) -> dict:
     """One tick, committed phase by phase (see module doc); returns the tick's summary.
     spark: returns the Spark session (called only if the tick runs on Spark); master: the
-    master it runs on (for `auto`)."""
+    master it runs on (for `auto`); log: the ticks log if the caller just read it."""
     lake.require()
     if executor not in EXECUTORS:
         raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
-    state_layout_ok(lake)
     cp = lake.program
     tm = Timer()
     run = uuid.uuid4().hex[:12]
@@ -716,8 +715,8 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     for k in ("facts", "state", "answers", "quarantine", "dq"):
         ctx.tables[k] = lake.table(k)
         ctx.versions[k] = ctx.tables[k].version()
-    log = lake.ticks_log()
-    done = lake.done(log)
+    state_layout_ok(lake, ctx.tables["state"])
+    done = lake.done(lake.ticks_log() if log is None else log)
     prev_v, prev_files = _prev_state(ctx, done)
     facts_files, bad_files = _facts_files(ctx)
     ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
@@ -757,7 +756,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
                      metadata=md, exclusive=False, what=what)
         qv = lake.table("quarantine").version()
     fault("after_quarantine_commit", tau)
-    _write_dq(lake, tau, run, r["dq"], r["counts"])
+    _write_dq(lake, tau, run, r["dq"], r["counts"], ctx.tables["dq"])
     fault("before_done", tau)
     tm.lap("commits")
     summary = {"tick": tau, "run": run, "facts_version": ctx.versions["facts"],
@@ -882,7 +881,10 @@ def _has_partition(dt, tau: int, stage: str) -> bool:
                                                      ("stage", "=", stage)]))
 
 
-def _write_dq(lake: Lake, tau: int, run: str, summary: list[dict], counts: dict) -> None:
+def _write_dq(lake: Lake, tau: int, run: str, summary: list[dict], counts: dict,
+              dq=None) -> None:
+    """The tick's data-quality record (dq: the table as read at the tick's start; the
+    commit is not conditional on its version)."""
     d = os.path.join(lake.meta_dir, "dq")
     os.makedirs(d, exist_ok=True)
     doc = {"tick": tau, "run": run, "success": all(s["success"] for s in summary),
@@ -890,7 +892,7 @@ def _write_dq(lake: Lake, tau: int, run: str, summary: list[dict], counts: dict)
            "expectations": summary}
     write_json(os.path.join(d, f"tick={tau}.json"), doc, indent=2, sort_keys=True)
     rows = [{"tick": tau, "run": run, **s} for s in summary]
-    dq = lake.table("dq")
+    dq = lake.table("dq") if dq is None else dq
     acts = []
     if rows:
         t = pa.Table.from_pylist(rows, schema=arrow_schema("dq"))

@@ -760,3 +760,29 @@ def test_ingest_of_a_nameless_pipe_of_gzip_data(tmp_path):
     w.join(timeout=10)
     assert got["accepted"] == 2 and got["rejected"] == 0, got
     assert not os.listdir(os.path.join(lake, "_hypo", "spool"))
+
+
+def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path):
+    """Past 64 files the ticks log's small files are bin-packed (Delta OPTIMIZE) — every row
+    kept, in order — and a damaged file is still named when the one-scan read fails."""
+    from jobs.errors import LakeDamaged
+    from jobs.store import Lake
+
+    lake = str(tmp_path / "lake")
+    from jobs import lake as api
+
+    api.init(lake, TURBINES)
+    L = Lake(lake)
+    for i in range(70):
+        L.log(i, f"r{i:011d}", "start", facts_version=0)
+    L.log(70, "r00000000070", "done", facts_version=0, counts={"facts": 0})
+    assert len(L.table("ticks").file_uris()) < 8
+    log = Lake(lake).ticks_log()
+    assert [r["tick"] for r in log] == list(range(71))
+    assert Lake(lake).done()[70]["run"] == "r00000000070"
+    L.log(71, "r00000000071", "start", facts_version=0)
+    small = [f for f in L.table("ticks").file_uris() if "00000071-start" in f][0]
+    with open(small.removeprefix("file://"), "r+b") as fh:
+        fh.truncate(20)
+    with pytest.raises(LakeDamaged, match="00000071-start"):
+        Lake(lake).ticks_log()
