@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", parents=[common],
                         help="the lifecycle report of ticks a..b as one self-contained HTML file")
     rp.add_argument("--from", dest="start", type=tick_arg, help="first tick (default 0)")
-    rp.add_argument("--to", dest="end", type=tick_arg, help="last tick (default: the last completed)")
+    rp.add_argument("--to", dest="end", type=tick_arg,
+                    help="last tick (default: the last completed)")
     rp.add_argument("--out", help="the HTML file (default <lake>/reports/ticks=a-b.html)")
     v = sub.add_parser("verify", parents=[common],
                        help="check every table's log and files and the ticks log; exit 1 if "

@@ -191,7 +191,8 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
                   unreadable_files=[spooled.get(u, u) for u in unreadable])
     if late:
         result["warning"] = (f"tick(s) {', '.join(map(str, late))} were already processed; re-run "
-                             f"`hypo lake run --from {rerun_from(done, late)} --to {L.last_tick(done)}` to "
+                             f"`hypo lake run --from {rerun_from(done, late)} --to "
+                             f"{L.last_tick(done)}` to "
                              f"include these facts")
     return result
 

@@ -293,7 +293,8 @@ def _probability(text: str) -> float:
 
 
 def tick_arg(text: str) -> int:
-    """--until, --max-gap (and the lake's ticks): a tick, a natural number below 2⁶⁰ (as ticks and times)."""
+    """--until, --max-gap (and the lake's ticks): a natural number below 2⁶⁰, as ticks and
+    times are."""
     from .stream import MAX_TIME
 
     t = text.strip().replace("_", "")
