@@ -55,6 +55,9 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+LOG_RETENTION_HOURS = 24  # files the ticks log's compactions replaced are deleted after this
+
+
 class Lake:
     def __init__(self, root: Optional[str] = None):
         self.root = os.path.abspath(root or default_root())
@@ -185,6 +188,11 @@ class Lake:
                 custom_metadata={"phase": "compact"}, max_commit_retries=0))
         except Exception:  # noqa: BLE001 - a conflict: the next tick's compaction retries
             return False
+        try:  # the files compactions replaced, once no reader can still be at their version
+            dt.vacuum(retention_hours=LOG_RETENTION_HOURS, dry_run=False,
+                      enforce_retention_duration=False)
+        except Exception:  # noqa: BLE001 - disk space only: the next compaction retries
+            pass
         return True
 
     def ticks_log(self) -> list[dict]:

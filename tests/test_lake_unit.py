@@ -762,9 +762,11 @@ def test_ingest_of_a_nameless_pipe_of_gzip_data(tmp_path):
     assert not os.listdir(os.path.join(lake, "_hypo", "spool"))
 
 
-def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path):
+def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path, monkeypatch):
     """Past 64 files the ticks log's small files are bin-packed (Delta OPTIMIZE) — every row
-    kept, in order — and a damaged file is still named when the one-scan read fails."""
+    kept, in order —, the replaced files are deleted once past the retention, and a damaged
+    file is still named when the one-scan read fails."""
+    from jobs import store
     from jobs.errors import LakeDamaged
     from jobs.store import Lake
 
@@ -775,8 +777,12 @@ def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path):
     L = Lake(lake)
     for i in range(70):
         L.log(i, f"r{i:011d}", "start", facts_version=0)
+    monkeypatch.setattr(store, "LOG_RETENTION_HOURS", 0)
     L.log(70, "r00000000070", "done", facts_version=0, counts={"facts": 0})
     assert len(L.table("ticks").file_uris()) < 8
+    on_disk = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(lake, "_hypo", "ticks"))
+               if "_delta_log" not in d for f in fs if f.endswith(".parquet")]
+    assert len(on_disk) == len(L.table("ticks").file_uris()), on_disk
     log = Lake(lake).ticks_log()
     assert [r["tick"] for r in log] == list(range(71))
     assert Lake(lake).done()[70]["run"] == "r00000000070"
