@@ -472,8 +472,9 @@ def hypo_ticks():
             log.warning("data quality: %s", f)
         late: dict = {}
         try:  # facts of a completed tick ingested after it read its slice: its answers lack them
-            late = api.late_ticks(run["lake"])
-            first = api.late_rerun_from(run["lake"], late) if late else None
+            found = api.late_ticks(run["lake"])
+            first = api.late_rerun_from(run["lake"], found) if found else None
+            late = found
         except Exception as e:  # noqa: BLE001 - informational only
             log.warning("could not check for late facts: %s", e)
         if late:
