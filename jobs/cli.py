@@ -308,34 +308,13 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
 def _ranges(xs: list[int], stretches=None) -> str:
     """'0..4, 7' of sorted ticks; a skipped quiet stretch [a, b] counts as all its ticks."""
-    if stretches:
-        have = set(xs)
-        xs = sorted(have | {a for a, _ in stretches})
-        spans = {a: b for a, b in stretches if b in have}
-        out, i = [], 0
-        while i < len(xs):
-            lo = hi = xs[i]
-            i += 1
-            while True:
-                if hi in spans and spans[hi] > hi:
-                    hi = spans[hi]
-                    while i < len(xs) and xs[i] <= hi:
-                        i += 1
-                elif i < len(xs) and xs[i] == hi + 1:
-                    hi = xs[i]
-                    i += 1
-                else:
-                    break
-            out.append(str(lo) if lo == hi else f"{lo}..{hi}")
-        return ", ".join(out)
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(str(xs[i]) if i == j else f"{xs[i]}..{xs[j]}")
-        i = j + 1
-    return ", ".join(out)
+    spans: list[list[int]] = []
+    for lo, hi in sorted([(x, x) for x in xs] + [tuple(q) for q in stretches or ()]):
+        if spans and lo <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    return ", ".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in spans)
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,

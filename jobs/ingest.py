@@ -65,17 +65,20 @@ class Parsed:
     def reject_ticks(self, far: dict[int, str]) -> int:
         """Move the accepted rows of the ticks in `far` ({tick: reason}) to the rejected
         ones as `far_tick` (their text rebuilt from the columns); returns how many."""
-        keep = [i for i, t in enumerate(self.tick) if t not in far]
-        if len(keep) == len(self.tick):
-            return 0
         for i, t in enumerate(self.tick):
             if t in far:
                 text = f"{self.pred[i]}({', '.join(map(str, self.args[i] + [self.time[i]]))})"
                 self.reject("far_tick", far[t], self.source[i], self.line[i], text, tick=t,
                             pred=self.pred[i], args=self.args[i], time=self.time[i])
+        return self.keep_ticks(set(self.tick) - set(far))
+
+    def keep_ticks(self, ticks: set[int]) -> int:
+        """Drop the accepted rows whose tick is not in `ticks`; returns how many."""
+        keep = [i for i, t in enumerate(self.tick) if t in ticks]
         n = len(self.tick) - len(keep)
-        for col in ("tick", "pred", "args", "time", "source", "line"):
-            setattr(self, col, [getattr(self, col)[i] for i in keep])
+        if n:
+            for col in ("tick", "pred", "args", "time", "source", "line"):
+                setattr(self, col, [getattr(self, col)[i] for i in keep])
         return n
 
 

@@ -122,7 +122,8 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
     shas = [file_sha256(f) for f in files]
     batch = hashlib.sha256(json.dumps({"tick": tick, "files": sorted(shas)}).encode()
                            ).hexdigest()[:24]
-    facts_done = batch in _batches_in(L.path("facts"))
+    fact_batches = _batches_in(L.path("facts"))
+    facts_done = batch in fact_batches
     quar_done = batch in _batches_in(L.path("quarantine"))
     result: dict[str, Any] = {"batch": batch, "files": [spooled.get(f, os.path.abspath(f))
                                                         for f in files],
@@ -131,7 +132,7 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
                    message=f"already ingested (batch {batch}), nothing to do")
     refused = set()
     if facts_done and quar_done and not any(b.startswith(f"{batch}-gap") for b in
-                                            _batches_in(L.path("facts"))):
+                                            fact_batches):
         refused = _far_refused(L, batch)  # admitted by a later --max-gap at most once
     if facts_done and quar_done and not refused:
         result.update(already)
@@ -147,10 +148,10 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
         if not admit:
             result.update(already)
             return result
-        parsed.reject_ticks({t: "" for t in set(parsed.tick) - admit})
-        parsed.rejected, unreadable = [], []
+        parsed.keep_ticks(admit)
+        parsed.rejected, unreadable = [], []  # quarantined by the first ingest of the batch
         batch = result["batch"] = f"{batch}-gap{max_gap}"
-        facts_done, quar_done = batch in _batches_in(L.path("facts")), True
+        facts_done, quar_done = batch in fact_batches, True
     parsed.reject_ticks(far)
     if (facts_done or quar_done) and (facts_done or not len(parsed)) and \
             (quar_done or not parsed.rejected):
@@ -391,11 +392,8 @@ def default_range(lake: str) -> tuple[int, int]:
     L = Lake(lake).require()
     done = L.done()
     start = L.last_tick(done) + 1
-    ticks = [a.get("partition.tick") for a in
-             pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()]
-
     class _S:
-        last_tick = max([t for t in ticks if t is not None], default=-1)
+        last_tick = max(_fact_ticks(L), default=-1)
 
     return start, default_until(Engine(L.program), _S())
 

@@ -626,14 +626,12 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     """Step 3 with the row engine on the driver (the reference): S_{τ-1} and D|τ collected,
     Engine.step; S_τ as a frame with the same columns, and the answer objects of the main
     query (of every query with all_queries), pending included."""
-    from reasoning.columnar import ColumnarEngine
     from reasoning.engine import Engine
     from reasoning.explain import Explainer
     from reasoning.patterns import Fact
     from reasoning.session import answers_at
 
-    from .state import (STATE_KINDS, answer_state_rows, check_meta, rows_to_answered,
-                        rows_to_answers)
+    from .state import check_meta, rows_to_answered, rows_to_answers
 
     cp, tau = ctx.cp, ctx.tau
     eng = Engine(cp)
@@ -658,11 +656,21 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(good)]
     rep = eng.step(facts, tau)
     objs = answers_at(Explainer(eng), tau, rep.snapshot, all_queries, True, False)
-    col = ColumnarEngine(cp)
+    return _row_state(B, eng, cp), objs
+
+
+def _row_state(B, eng, cp: CompiledProgram):
+    """S_τ of the row engine `eng` (answers, window W, remembered definite heads) as a frame
+    with the state table's columns."""
+    from reasoning.columnar import ColumnarEngine
+    from reasoning.patterns import Fact
+
+    from .state import STATE_KINDS, answer_state_rows
+
     window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
-    srows = answer_state_rows(col, list(eng.answers), window, cp, eng.answered.items())
-    state_df = B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
-    return state_df, objs
+    srows = answer_state_rows(ColumnarEngine(cp), list(eng.answers), window, cp,
+                              eng.answered.items())
+    return B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
 
 
 def _answers_frame(B, objs: list[dict], conf=None):
@@ -782,18 +790,13 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     from reasoning.explain import Explainer
     from reasoning.session import answers_at
 
-    from reasoning.columnar import ColumnarEngine
-    from reasoning.patterns import Fact
-
-    from .state import STATE_KINDS, answer_state_rows
-
     lake.require()
-    state_layout_ok(lake)
     cp = lake.program
     tm = Timer()
     run = uuid.uuid4().hex[:12]
     tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
     versions = {k: t.version() for k, t in tables.items()}
+    state_layout_ok(lake, tables["state"])
     preflight(lake, first)
     lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
     eng = Engine(cp)
@@ -807,15 +810,12 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
         raise LakeError(f"internal error: the replay of the quiet stretch {first}..{last} "
                         f"ends with {len(shown)} non-pending answer(s); run the ticks one by "
                         f"one (`hypo lake tick`)")
-    window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
-    srows = answer_state_rows(ColumnarEngine(cp), list(eng.answers), window, cp,
-                              eng.answered.items())
-    tm.lap(f"replay of ticks {start}..{last} (row engine, no facts)")
     io = LocalIO()
     B = io.B
+    state_df = _row_state(B, eng, cp)
+    tm.lap(f"replay of ticks {start}..{last} (row engine, no facts)")
     tag = f"{last:08d}-{run}"
-    state_actions = io.write(B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS}),
-                             lake.path("state"), f"tick={last}/v-{tag}", "state",
+    state_actions = io.write(state_df, lake.path("state"), f"tick={last}/v-{tag}", "state",
                              {"tick": str(last)}, f"state-{tag}")
     answer_actions = _write_answers(io, _answers_frame(B, objs) if objs else None, lake, last,
                                     f"tick={last}/r-{run}", tag)
