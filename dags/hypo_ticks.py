@@ -84,6 +84,14 @@ def parse_duration(text: str, what: str = "duration") -> dt.timedelta:
     return dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2) or "s"])
 
 
+def parse_count(text: str, what: str) -> int:
+    """A whole number ≥ 0 of an environment variable, or a ValueError naming it."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > 18:
+        raise ValueError(f"{what}: {text!r} is not a whole number ≥ 0")
+    return int(t)
+
+
 def format_duration(d: dt.timedelta) -> str:
     """The inverse of parse_duration: 1d, 15m, 90s."""
     secs = int(d.total_seconds())
@@ -114,6 +122,9 @@ RETRIES = int(_env("HYPO_RETRIES", "2"))
 RETRY_DELAY = parse_duration(_env("HYPO_RETRY_DELAY", "1m"), "HYPO_RETRY_DELAY")
 MAX_RETRY_DELAY = parse_duration(_env("HYPO_MAX_RETRY_DELAY", "30m"), "HYPO_MAX_RETRY_DELAY")
 TICK_TIMEOUT = parse_duration(_env("HYPO_TICK_TIMEOUT", "2h"), "HYPO_TICK_TIMEOUT")
+# after each tick, `hypo lake vacuum --keep-state N --retain-hours H` (unset or 0: never)
+KEEP_STATE = parse_count(_env("HYPO_KEEP_STATE", "0"), "HYPO_KEEP_STATE")
+RETAIN_HOURS = parse_count(_env("HYPO_RETAIN_HOURS", "168"), "HYPO_RETAIN_HOURS")
 # Below a minute between pokes the sensor keeps its worker slot (mode "poke"): in
 # "reschedule" mode a short interval races the scheduler (LocalExecutor: "finished with
 # state success, but the task instance's state attribute is queued", then UP_FOR_RETRY)
@@ -482,6 +493,18 @@ def hypo_ticks():
                         "(airflow backfill, or hypo lake run --from %d)",
                         ", ".join(f"tick {t}: {n} row(s)" for t, n in sorted(late.items())),
                         first, first)
+        keep = KEEP_STATE
+        if keep:  # bounded storage; here, so the next run's tick (depends_on_past) waits
+            try:
+                from jobs.retention import vacuum
+
+                v = vacuum(run["lake"], keep, RETAIN_HOURS)
+                log.info("vacuum: S_τ kept from tick %d (%d tick(s) removed now); %d file(s) "
+                         "unused for %d h deleted (%d bytes)", v["state_from"],
+                         v["removed_partitions"], sum(v["deleted_files"].values()),
+                         RETAIN_HOURS, v["deleted_bytes"])
+            except Exception as e:  # noqa: BLE001 - storage only: the next tick retries it
+                log.warning("vacuum after tick %d failed: %s", run["tick"], e)
         return {"tick": run["tick"], "state_version": s["state_version"],
                 "answers_version": s["answers_version"], "state_digest": s["state_digest"],
                 "answers_digest": s["answers_digest"], "counts": c, "quarantined": n_quar}

@@ -25,6 +25,7 @@ USAGE_EXAMPLES = """examples:
   hypo lake status
   hypo lake report --from 0 --to 8 --out report.html      # one self-contained HTML file
   hypo lake verify [--deep]                              # logs, files, ticks log
+  hypo lake vacuum --keep-state 1000                     # bounded storage (see --help)
 """
 
 
@@ -103,10 +104,34 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--deep", action="store_true",
                    help="also decode every data file (damage inside a file whose size and "
                         "footer are intact); reads the whole lake")
+    vc = sub.add_parser("vacuum", parents=[common],
+                        help="bounded storage: remove old ticks' S_τ and delete files no recent "
+                             "table version needs",
+                        description="Remove the state partitions of all but the last N "
+                        "completed ticks (--keep-state N: those ticks can no longer be re-run; "
+                        "answers, facts and quarantine of every tick are kept), then delete "
+                        "from disk the files no table version of the last H hours needs "
+                        "(Delta VACUUM; older versions can then no longer be read).")
+    vc.add_argument("--keep-state", type=_positive, metavar="N",
+                    help="keep S_τ of the last N completed ticks only (default: keep all)")
+    vc.add_argument("--retain-hours", type=tick_arg, default=None, metavar="H",
+                    help="delete files unused for H hours (default 168, a week; below 1 "
+                         "only with --force)")
+    vc.add_argument("--force", action="store_true",
+                    help="allow --retain-hours below 1: only when no tick or ingest runs")
+    vc.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
+    vc.add_argument("--format", choices=["text", "json"], default="text")
     m = sub.add_parser("migrate", parents=[common],
                        help="convert a lake written by an earlier version to this layout")
     m.add_argument("--master")
     return p
+
+
+def _positive(text: str) -> int:
+    n = tick_arg(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return n
 
 
 def _tick_line(s: dict) -> str:
@@ -254,6 +279,28 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"lake {r['lake']}: {len(r['lines'])} problem(s); fix them in the "
                           f"order listed, then run `hypo lake verify` again\n")
         return 0 if r["ok"] else 1
+    if args.cmd == "vacuum":
+        from .retention import RETAIN_HOURS, vacuum
+
+        h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
+        r = vacuum(lake, args.keep_state, h, args.dry_run, args.force)
+        if args.format == "json":
+            out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
+            return 0
+        verb = "would remove" if args.dry_run else "removed"
+        if args.keep_state is not None:
+            if r["removed_partitions"]:
+                out.write(f"state: {verb} S_τ of {r['removed_partitions']} tick(s) before tick "
+                          f"{r['state_from']} ({r['removed_rows']} rows); ticks from "
+                          f"{r['state_from'] + 1} on can be re-run\n")
+            else:
+                out.write(f"state: nothing to remove (S_τ kept from tick {r['state_from']}, "
+                          f"last completed tick {r['last_tick']})\n")
+        files = ", ".join(f"{k} {n}" for k, n in r["deleted_files"].items() if n)
+        verb = "would delete" if args.dry_run else "deleted"
+        out.write(f"files unused for {h} h: {verb} {sum(r['deleted_files'].values())} "
+                  f"({r['deleted_bytes']} bytes{'; ' + files if files else ''})\n")
+        return 0
     if args.cmd == "migrate":
         r = api.migrate(lake, args.master)
         out.write(r["message"] + "\n")
@@ -281,8 +328,15 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             first = s.get("late_rerun_from") or min(late)
             out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
                                                       sorted(late.items())) +
-                      f" ingested after the tick ran (its answers lack them); re-run `hypo lake "
-                      f"run --from {first} --to {s['last_tick']}`")
+                      " ingested after the tick ran (its answers lack them); ")
+            if first == 0 or first - 1 >= s.get("state_from", 0):  # S_{first-1} is kept
+                out.write(f"re-run `hypo lake run --from {first} --to {s['last_tick']}`")
+            else:
+                out.write(f"they cannot be re-run: S_{first - 1} was removed by `hypo lake "
+                          f"vacuum` (ticks from {s['state_from'] + 1} on can be re-run)")
+        if s.get("state_from"):
+            out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
+                      f"--keep-state`): ticks from {s['state_from'] + 1} on can be re-run")
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
         out.write("  rows (every partition tick=τ): " + ", ".join(
             f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")

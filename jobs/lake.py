@@ -19,7 +19,7 @@ from . import delta
 from .errors import InputError, LakeError, ProgramMismatch
 from .ingest import (check_files, far_ticks, file_sha256, is_data_file, read_files,
                      rename_sources, spool_streams)
-from .store import DATA_TABLES, Lake, now, rerun_from, stretch_of, stretches
+from .store import DATA_TABLES, PHASES, Lake, now, rerun_from, stretch_of, stretches
 from schemas.lake import STATE_FORMAT
 
 STATUSES = ("definite", "hypothetical", "pending")
@@ -305,7 +305,7 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     L.check_program(program)
     _ = L.program
     log = L.ticks_log()
-    tickjob.preflight(L, tick, L.done(log))
+    tickjob.preflight(L, tick, L.done(log), L.state_from(log))
     return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor),
                             master=planned_master(master), log=log)
 
@@ -331,12 +331,17 @@ def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
     from . import confidence
     from . import tick as tickjob
 
+    from reasoning.stream import MAX_TIME
+
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")
+    if start < 0 or end >= MAX_TIME:
+        raise LakeError(f"ticks are natural numbers below 2^60, not {start}..{end}")
     L = Lake(lake).require()
     L.check_program(program)
-    done = L.done()
-    tickjob.preflight(L, start, done)
+    log = L.ticks_log()
+    done = L.done(log)
+    tickjob.preflight(L, start, done, L.state_from(log))
     margin = None
     if skip and not confidence.enabled(L.program_info):
         margin = quiet_margin(Engine(L.program))
@@ -603,7 +608,8 @@ def lake_status(lake: str) -> dict:
     by_stage = Counter(r["stage"] for r in q.to_pylist())
     latest_phase: dict[int, dict] = {}
     for r in log:
-        latest_phase[r["tick"]] = r
+        if r["phase"] in PHASES:
+            latest_phase[r["tick"]] = r
     incomplete = sorted({t for t, r in latest_phase.items() if r["phase"] != "done"})
     # a tick is stale if the S_{τ-1} it read is not (by digest) the one tick τ-1 now has
     # (tick τ-1 was re-run over different facts): re-run from it
@@ -629,6 +635,7 @@ def lake_status(lake: str) -> dict:
         "late_facts": late,
         "late_rerun_from": rerun_from(done, late) if late else None,
         "quiet_stretches": sorted([a, b] for a, b in stretches(done).items()),
+        "state_from": L.state_from(log),
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,

@@ -167,6 +167,8 @@ def _arrival_model(L: Lake, done: dict, tick: int) -> Optional[list]:
     """The arrival model's summary as S_tick's `model` row holds it."""
     from reasoning.confidence import Confidence
 
+    if tick < L.state_from():
+        return None  # S_tick removed by `hypo lake vacuum --keep-state`
     v = done[tick].get("state_version")
     rows = delta.read_arrow(L.path("state"), "state", version=v, partitions={"tick": tick},
                             columns=["kind", "info"]).to_pylist()

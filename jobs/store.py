@@ -25,7 +25,7 @@ from . import delta
 from .errors import LakeDamaged, LakeMissing, ProgramMismatch
 
 DATA_TABLES = ("facts", "quarantine", "state", "answers", "dq")
-PHASES = ("start", "state", "answers", "done")
+PHASES = ("start", "state", "answers", "done")  # of a tick's run; `vacuum` rows: jobs/retention.py
 
 
 def read_program_info(meta_dir: str) -> dict:
@@ -207,6 +207,15 @@ class Lake:
             if r["phase"] == "done":
                 out[r["tick"]] = r
         return out
+
+    def state_from(self, log: Optional[list[dict]] = None) -> int:
+        """The first tick whose S_τ the state table still holds: `hypo lake vacuum
+        --keep-state` removed the partitions of earlier ticks (0: none removed)."""
+        cut = 0
+        for r in log if log is not None else self.ticks_log():
+            if r["phase"] == "vacuum":
+                cut = max(cut, json.loads(r.get("counts") or "{}").get("state_from", 0))
+        return cut
 
     def last_tick(self, done: Optional[dict] = None) -> int:
         """The last tick of the contiguous run of completed ticks from 0, a skipped quiet

@@ -155,11 +155,25 @@ def fault(phase: str, tau: int) -> None:
     raise InjectedFault(f"injected fault at {phase} of tick {tau}")
 
 
-def preflight(lake: Lake, tau: int, done: Optional[dict] = None) -> None:
-    """Refuse a tick whose predecessor has not completed (before any Spark work)."""
+def preflight(lake: Lake, tau: int, done: Optional[dict] = None,
+              state_from: Optional[int] = None, needs_state: bool = True) -> None:
+    """Refuse a tick whose predecessor has not completed, or whose S_{τ-1} `hypo lake vacuum`
+    removed (before any Spark work).  state_from: Lake.state_from() if the caller has it;
+    needs_state=False: the tick does not read S_{τ-1} (a quiet stretch's replay)."""
+    from reasoning.stream import MAX_TIME
+
     if tau < 0:
         raise TickOrderError(f"tick {tau} is negative")
+    if tau >= MAX_TIME:
+        raise TickOrderError(f"tick {tau} is not below 2^60 (ticks and times are)")
     done = lake.done() if done is None else done
+    if needs_state and tau > 0 and tau - 1 in done:
+        cut = lake.state_from() if state_from is None else state_from
+        if tau - 1 < cut:
+            raise TickOrderError(
+                f"tick {tau} cannot be re-run: S_{tau - 1}, which it starts from, was removed "
+                f"by `hypo lake vacuum --keep-state` (the lake keeps S_τ from tick {cut} on); "
+                f"ticks from {cut + 1} on can be re-run")
     if tau > 0 and tau - 1 not in done:
         last = lake.last_tick(done)
         q = stretch_of(done, tau - 1)
@@ -182,12 +196,12 @@ def state_layout_ok(lake: Lake, dt=None) -> None:
                         f"the tick again")
 
 
-def _prev_state(ctx: TickContext, done: dict) -> tuple[int, list[str]]:
+def _prev_state(ctx: TickContext, done: dict, state_from: int) -> tuple[int, list[str]]:
     """(state version of S_{τ-1} or -1, the Parquet files of its partition)."""
     tau = ctx.tau
     if tau == 0:
         return -1, []
-    preflight(ctx.lake, tau, done)
+    preflight(ctx.lake, tau, done, state_from)
     v = done[tau - 1]["state_version"]
     path = ctx.lake.path("state")
     dt = delta.open_table(path, v)
@@ -724,8 +738,9 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
         ctx.tables[k] = lake.table(k)
         ctx.versions[k] = ctx.tables[k].version()
     state_layout_ok(lake, ctx.tables["state"])
-    done = lake.done(lake.ticks_log() if log is None else log)
-    prev_v, prev_files = _prev_state(ctx, done)
+    log = lake.ticks_log() if log is None else log
+    done = lake.done(log)
+    prev_v, prev_files = _prev_state(ctx, done, lake.state_from(log))
     facts_files, bad_files = _facts_files(ctx)
     ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
     lake.log(tau, run, "start", facts_version=ctx.versions["facts"], prev_state_version=prev_v)
@@ -797,7 +812,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
     versions = {k: t.version() for k, t in tables.items()}
     state_layout_ok(lake, tables["state"])
-    preflight(lake, first)
+    preflight(lake, first, needs_state=False)  # replayed from ∅
     lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
     eng = Engine(cp)
     eng.tau = start - 1

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import damage, delta
 from .damage import Problem
 from .errors import LakeDamaged, LakeError
-from .store import DATA_TABLES, Lake, read_program_info
+from .store import DATA_TABLES, PHASES, Lake, read_program_info
 
 TABLES = DATA_TABLES + ("ticks",)
 
@@ -107,7 +107,9 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
     done = L.done(log)
     latest: dict[int, dict] = {}
     for r in log:
-        latest[r["tick"]] = r
+        if r["phase"] in PHASES:
+            latest[r["tick"]] = r
+    cut = L.state_from(log)
     out = []
     parts: dict[str, dict[int, set]] = {}
     for kind in ("state", "answers"):
@@ -127,7 +129,10 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
                 continue
             head_v = heads[kind].version()
             v = r.get(vkey)
-            redo = f"re-run the tick (`hypo lake run --from {t} --to {max(t, last)}`)"
+            redo = (f"re-run the tick (`hypo lake run --from {t} --to {max(t, last)}`)"
+                    if t == 0 or t - 1 >= cut else
+                    f"restore it from a backup (S_{t - 1} was removed by `hypo lake vacuum`, "
+                    f"so tick {t} cannot be re-run)")
             if v is not None and v > head_v:
                 out.append(Problem(kind, v, f"{kind}/tick={t}",
                                    f"tick {t} completed at version {v}, but the table ends at "
@@ -136,6 +141,8 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
             runs = parts[kind].get(t)
             if not runs and kind == "answers" and _no_answers(r):
                 continue  # a tick without answers writes no answers partition
+            if not runs and kind == "state" and t < cut:
+                continue  # removed by `hypo lake vacuum --keep-state`
             if not runs:
                 out.append(Problem(kind, head_v, f"{kind}/tick={t}",
                                    f"tick {t} completed (run {r['run']}) but the table has no "

@@ -1,0 +1,163 @@
+"""`hypo lake vacuum` (jobs/retention.py): bounded storage.  Removing old ticks' S_τ keeps
+every tick's answers and history, leaves a lake `verify` finds clean, refuses exactly the
+re-runs that would read a removed S_τ (and says which can still run), and the ticks after
+the cut re-run to the same answers; Delta VACUUM deletes replaced files only."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lakehelp import copy_lake, hypo
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGRAM = os.path.join(ROOT, "examples", "wind_turbines.tdl")
+STREAM = os.path.join(ROOT, "examples", "wind_turbines.jsonl")
+
+
+@pytest.fixture(scope="module")
+def lake8(tmp_path_factory):
+    lake = str(tmp_path_factory.mktemp("vac") / "lake")
+    assert hypo("lake", "--lake", lake, "init", "--program", PROGRAM)[0] == 0
+    assert hypo("lake", "--lake", lake, "ingest", STREAM)[0] == 0
+    rc, out, err = hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "8",
+                        "--executor", "local")
+    assert rc == 0, err
+    return lake
+
+
+def _lake(lake8, tmp_path) -> tuple[str, callable]:
+    lake = copy_lake(lake8, str(tmp_path / "lake"))
+    return lake, (lambda *a: hypo("lake", "--lake", lake, *a))
+
+
+def _answers(H, ticks) -> dict:
+    out = {}
+    for t in ticks:
+        rc, o, e = H("answers", "--tick", str(t), "--status", "all")
+        assert rc == 0, e
+        out[t] = o
+    return out
+
+
+def _state_ticks(lake) -> set:
+    return {d for d in os.listdir(os.path.join(lake, "state")) if d.startswith("tick=")}
+
+
+def test_keep_state_keeps_answers_and_refuses_only_reruns_below_the_cut(lake8, tmp_path):
+    lake, H = _lake(lake8, tmp_path)
+    before = _answers(H, range(9))
+    hist = H("history", "OK(wt2, 1)")[1]
+    rc, out, err = H("vacuum", "--keep-state", "3", "--dry-run")
+    assert rc == 0 and "would remove S_τ of 6 tick(s) before tick 6" in out, out + err
+    assert len(_state_ticks(lake)) == 9  # a dry run changes nothing
+    rc, out, err = H("vacuum", "--keep-state", "3", "--retain-hours", "0")
+    assert rc == 2 and "--force" in err, err  # could delete a running tick's files
+    rc, out, err = H("vacuum", "--keep-state", "3", "--retain-hours", "0", "--force")
+    assert rc == 0, err
+    assert "removed S_τ of 6 tick(s) before tick 6" in out and "ticks from 7 on" in out, out
+    assert _state_ticks(lake) == {"tick=6", "tick=7", "tick=8"}  # directories dropped too
+    assert _answers(H, range(9)) == before
+    assert H("history", "OK(wt2, 1)")[1] == hist
+    rc, out, err = H("verify")
+    assert rc == 0 and "no damage found" in out, out + err
+    rc, out, err = H("status")
+    assert rc == 0 and "state kept from tick 6" in out and "completed: 0..8" in out, out
+    assert "incomplete" not in out
+    for args in (("run", "--from", "6", "--to", "8"), ("tick", "3")):
+        rc, out, err = H(*args, "--executor", "local")
+        assert rc == 2 and "cannot be re-run" in err and "ticks from 7 on can be" in err, err
+    rc, out, err = H("run", "--from", "7", "--to", "10", "--executor", "local")
+    assert rc == 0, err
+    after = _answers(H, range(11))
+    assert {t: after[t] for t in range(9)} == before  # the re-run of 7..8 changed nothing
+    rc, out, err = H("vacuum", "--keep-state", "5", "--dry-run")
+    assert rc == 0 and "nothing to remove (S_τ kept from tick 6" in out, out
+    rc, out, err = H("report", "--out", str(tmp_path / "r.html"))
+    assert rc == 0 and "report of ticks 0..10" in out, out + err
+
+
+def test_late_facts_below_the_cut_say_they_cannot_be_rerun(lake8, tmp_path):
+    lake, H = _lake(lake8, tmp_path)
+    assert H("vacuum", "--keep-state", "2", "--retain-hours", "0", "--force")[0] == 0
+    late = tmp_path / "late.jsonl"
+    late.write_text('{"tick": 3, "fact": "Hot(wt3, 3)"}\n')
+    assert H("ingest", str(late))[0] == 0
+    rc, out, err = H("status")
+    assert "late facts: tick 3: 1 row(s)" in out, out
+    assert "they cannot be re-run: S_2 was removed by `hypo lake vacuum`" in out, out
+    assert "ticks from 8 on can be re-run" in out
+
+
+def test_vacuum_deletes_only_files_no_recent_version_needs(lake8, tmp_path):
+    from jobs.retention import vacuum
+
+    lake, H = _lake(lake8, tmp_path)
+    before = _answers(H, range(9))
+    assert H("run", "--from", "7", "--to", "8", "--executor", "local")[0] == 0  # replaces
+    r = vacuum(lake)  # default: a week; the replaced files are minutes old
+    assert sum(r["deleted_files"].values()) == 0 and r["state_from"] == 0
+    r = vacuum(lake, retain_hours=0, force=True)
+    assert r["deleted_files"]["state"] == 2 and r["deleted_files"]["answers"] == 2, r
+    assert r["deleted_files"]["facts"] == 0 and r["removed_partitions"] == 0
+    assert _answers(H, range(9)) == before
+    assert len(_state_ticks(lake)) == 9
+    rc, out, err = H("verify", "--deep")
+    assert rc == 0, out + err
+    for bad, msg in ((("--keep-state", "0"), "≥ 1"), (("--retain-hours", "-1"), "natural"),
+                     (("--retain-hours", "1e9"), "natural")):
+        rc, out, err = H("vacuum", *bad)
+        assert rc == 2 and msg in err and "Traceback" not in err, err
+
+
+def test_the_dag_reads_its_retention_settings():
+    from dags.hypo_ticks import parse_count
+
+    assert parse_count("0", "X") == 0 and parse_count(" 1000 ", "X") == 1000
+    for bad in ("-1", "1.5", "", "٣", "9" * 30):
+        with pytest.raises(ValueError, match="X"):
+            parse_count(bad, "X")
+
+
+def test_a_vacuum_while_a_tick_runs_fails_the_tick_cleanly(lake8, tmp_path):
+    """Both commit to the state table conditionally: the tick that loses is refused with one
+    line, nothing half-written, and its re-run gives the answers of the first run."""
+    from jobs import lake as api
+    from jobs import tick as tickjob
+    from jobs.errors import LakeError
+    from jobs.retention import vacuum
+
+    lake, H = _lake(lake8, tmp_path)
+    before = _answers(H, [8])
+    got = []
+
+    def hook(phase, tau):
+        if phase == "after_validate" and tau == 8 and not got:
+            got.append(vacuum(lake, keep_state=2))
+
+    tickjob.HOOKS.append(hook)
+    try:
+        with pytest.raises(LakeError, match="moved from version"):
+            api.run_tick(lake, 8, executor="local")
+    finally:
+        tickjob.HOOKS.remove(hook)
+    assert got and got[0]["state_from"] == 7
+    rc, out, err = H("verify")
+    assert rc == 0, out + err
+    assert H("run", "--from", "8", "--to", "8", "--executor", "local")[0] == 0
+    assert _answers(H, [8]) == before
+
+
+def test_the_api_refuses_ticks_past_2_to_the_60(lake8):
+    """The CLI's tick arguments are bounded (reasoning.cli.tick_arg); the API is too, so a
+    range ending at 2⁶³ is one error, not an OverflowError inside delta-rs mid-run."""
+    from jobs import lake as api
+    from jobs.errors import LakeError
+
+    for start, end in ((9, 2 ** 63), (-1, 3), (2 ** 60, 2 ** 60)):
+        with pytest.raises(LakeError, match="2\\^60"):
+            list(api.run_ticks(lake8, start, end, executor="local"))
+    with pytest.raises(LakeError, match="2\\^60"):
+        api.run_tick(lake8, 2 ** 63, executor="local")
