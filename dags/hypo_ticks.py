@@ -485,14 +485,19 @@ def hypo_ticks():
         try:  # facts of a completed tick ingested after it read its slice: its answers lack them
             found = api.late_ticks(run["lake"])
             first = api.late_rerun_from(run["lake"], found) if found else None
+            cut = api.Lake(run["lake"]).state_from() if found else 0
             late = found
         except Exception as e:  # noqa: BLE001 - informational only
             log.warning("could not check for late facts: %s", e)
         if late:
-            log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
-                        "(airflow backfill, or hypo lake run --from %d)",
-                        ", ".join(f"tick {t}: {n} row(s)" for t, n in sorted(late.items())),
-                        first, first)
+            what = ", ".join(f"tick {t}: {n} row(s)" for t, n in sorted(late.items()))
+            if first == 0 or first - 1 >= cut:
+                log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
+                            "(airflow backfill, or hypo lake run --from %d)", what, first, first)
+            else:
+                log.warning("late facts: %s ingested after their tick ran; they cannot be "
+                            "re-run: S_%d was removed by hypo lake vacuum (HYPO_KEEP_STATE; "
+                            "ticks from %d on can be re-run)", what, first - 1, cut + 1)
         keep = KEEP_STATE
         if keep:  # bounded storage; here, so the next run's tick (depends_on_past) waits
             try:

@@ -80,6 +80,7 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     monkeypatch.setenv("HYPO_EPOCH", "2026-03-01T06:00:00Z")
     monkeypatch.setenv("HYPO_TICK_UNIT", "15m")
     monkeypatch.setenv("HYPO_CONFIDENCE", "1")
+    monkeypatch.setenv("HYPO_KEEP_STATE", "1000")
     spec = importlib.util.spec_from_file_location("hypo_ticks_env", DAGS / "hypo_ticks.py")
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
@@ -95,6 +96,7 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     assert d.start_date == dt.datetime(2026, 3, 1, 6, tzinfo=UTC)
     assert m.tick_of(dt.datetime(2026, 3, 1, 7, 30, tzinfo=UTC)) == 6
     assert d.task_dict["wait_for_slice"].mode == "reschedule"
+    assert (m.KEEP_STATE, m.RETAIN_HOURS) == (1000, 168)
     # a short poke interval keeps the worker slot (reschedule races the scheduler: issue 14.4)
     monkeypatch.setenv("HYPO_SLICE_POKE", "5s")
     spec.loader.exec_module(m)
@@ -370,4 +372,45 @@ def test_failed_tick_stops_later_ticks(hypo_dag, tmp_path, caplog):
     assert str(dr.state) == "failed" and ti_states(dr)["tick"] == "failed"
     out = caplog.text
     assert "tick 2 cannot run before tick 1 has completed" in out
+    reset_runs()
+
+
+@pytest.mark.slow
+def test_keep_state_bounds_the_state_and_refuses_reruns_below_it(hypo_dag, tmp_path, caplog,
+                                                                 monkeypatch):
+    """HYPO_KEEP_STATE=2: after each tick the tick task removes older S_τ (jobs/retention.py);
+    the answers are those of a lake that keeps everything, and a backfill of a tick whose
+    S_{τ-1} is gone fails readably."""
+    mod, dag = hypo_dag
+    from deltalake import DeltaTable
+
+    from jobs import lake as api
+
+    monkeypatch.setattr(mod, "KEEP_STATE", 2)
+    reset_runs()
+    caplog.set_level(logging.INFO)
+    lake = tmp_path / "lake"
+    slices: dict[int, list] = {}
+    for line in open(STREAM, encoding="utf-8"):
+        slices.setdefault(json.loads(line)["tick"], []).append(line.rstrip("\n"))
+    for tau in range(4):
+        land(lake, tau, slices.get(tau, []))
+    runs = run_ticks(mod, dag, 0, 3, conf_for(lake))
+    assert [str(r.state) for r in runs] == ["success"] * 4, [ti_states(r) for r in runs]
+    ticks = set(DeltaTable(str(lake / "state")).to_pyarrow_table(columns=["tick"])["tick"]
+                .to_pylist())
+    assert ticks == {2, 3} and "vacuum: S_τ kept from tick 2" in caplog.text
+    ref: dict[int, list] = {}
+    for o in hypo_run_jsonl(PROGRAM, STREAM, until=3, all_=True):
+        if o.get("status") != "none":
+            ref.setdefault(o["tick"], []).append(o)
+    key = lambda o: json.dumps(o, sort_keys=True)  # noqa: E731
+    for tau in range(4):
+        got = api.read_answers(str(lake), tau, "all")
+        assert sorted(got, key=key) == sorted(ref.get(tau, []), key=key), tau
+    reset_runs()
+    caplog.clear()
+    [dr] = run_ticks(mod, dag, 1, 1, conf_for(lake))
+    assert str(dr.state) == "failed" and ti_states(dr)["tick"] == "failed"
+    assert "tick 1 cannot be re-run: S_0" in caplog.text and "ticks from 3 on" in caplog.text
     reset_runs()
