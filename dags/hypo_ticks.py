@@ -122,8 +122,10 @@ RETRIES = int(_env("HYPO_RETRIES", "2"))
 RETRY_DELAY = parse_duration(_env("HYPO_RETRY_DELAY", "1m"), "HYPO_RETRY_DELAY")
 MAX_RETRY_DELAY = parse_duration(_env("HYPO_MAX_RETRY_DELAY", "30m"), "HYPO_MAX_RETRY_DELAY")
 TICK_TIMEOUT = parse_duration(_env("HYPO_TICK_TIMEOUT", "2h"), "HYPO_TICK_TIMEOUT")
-# after each tick, `hypo lake vacuum --keep-state N --retain-hours H` (unset or 0: never)
+# after each tick, `hypo lake vacuum --keep-state N --keep-answers M --retain-hours H`
+# (unset or 0: never)
 KEEP_STATE = parse_count(_env("HYPO_KEEP_STATE", "0"), "HYPO_KEEP_STATE")
+KEEP_ANSWERS = parse_count(_env("HYPO_KEEP_ANSWERS", "0"), "HYPO_KEEP_ANSWERS")
 RETAIN_HOURS = parse_count(_env("HYPO_RETAIN_HOURS", "168"), "HYPO_RETAIN_HOURS")
 # Below a minute between pokes the sensor keeps its worker slot (mode "poke"): in
 # "reschedule" mode a short interval races the scheduler (LocalExecutor: "finished with
@@ -498,16 +500,19 @@ def hypo_ticks():
                 log.warning("late facts: %s ingested after their tick ran; they cannot be "
                             "re-run: S_%d was removed by hypo lake vacuum (HYPO_KEEP_STATE; "
                             "ticks from %d on can be re-run)", what, first - 1, cut + 1)
-        keep = KEEP_STATE
-        if keep:  # bounded storage; here, so the next run's tick (depends_on_past) waits
+        if KEEP_STATE or KEEP_ANSWERS:
+            # bounded storage; here, so the next run's tick (depends_on_past) waits for it.
+            # publish reads the answers of τ-1 too: at least 2 ticks of answers are kept
             try:
                 from jobs.retention import vacuum
 
-                v = vacuum(run["lake"], keep, RETAIN_HOURS)
-                log.info("vacuum: S_τ kept from tick %d (%d tick(s) removed now); %d file(s) "
-                         "unused for %d h deleted (%d bytes)", v["state_from"],
-                         v["removed_partitions"], sum(v["deleted_files"].values()),
-                         RETAIN_HOURS, v["deleted_bytes"])
+                v = vacuum(run["lake"], KEEP_STATE or None, RETAIN_HOURS,
+                           keep_answers=max(KEEP_ANSWERS, 2) if KEEP_ANSWERS else None)
+                log.info("vacuum: S_τ kept from tick %d, answers from tick %d (%d and %d "
+                         "tick(s) removed now); %d file(s) unused for %d h deleted (%d bytes)",
+                         v["state"]["from"], v["answers"]["from"],
+                         v["state"]["removed_partitions"], v["answers"]["removed_partitions"],
+                         sum(v["deleted_files"].values()), RETAIN_HOURS, v["deleted_bytes"])
             except Exception as e:  # noqa: BLE001 - storage only: the next tick retries it
                 log.warning("vacuum after tick %d failed: %s", run["tick"], e)
         return {"tick": run["tick"], "state_version": s["state_version"],

@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(Delta VACUUM; older versions can then no longer be read).")
     vc.add_argument("--keep-state", type=_positive, metavar="N",
                     help="keep S_τ of the last N completed ticks only (default: keep all)")
+    vc.add_argument("--keep-answers", type=_positive, metavar="N",
+                    help="keep the answers of the last N completed ticks only (answers, "
+                         "history and report then start there; default: keep all)")
     vc.add_argument("--retain-hours", type=tick_arg, default=None, metavar="H",
                     help="delete files unused for H hours (default 168, a week; below 1 "
                          "only with --force)")
@@ -226,15 +229,20 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(_answer_text(o) + "\n")
         return 0
     if args.cmd == "history":
+        from .store import Lake
+
         ev = api.history(lake, args.atom)
         if args.format == "jsonl":
             for e in ev:
                 out.write(json.dumps(e, ensure_ascii=False) + "\n")
             return 0
+        cut = Lake(lake).answers_from()
+        since = (f" (answers before tick {cut} were removed by `hypo lake vacuum`)"
+                 if cut else "")
         if not ev:
-            out.write(f"{args.atom}: no answer covers it at any completed tick\n")
+            out.write(f"{args.atom}: no answer covers it at any completed tick{since}\n")
             return 0
-        out.write(f"history of {args.atom}:\n")
+        out.write(f"history of {args.atom}{since}:\n")
         for e in ev:
             how = "" if e["exact"] or e["status"] == "refuted" else \
                 "  (covered by a schematic answer)"
@@ -283,19 +291,24 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from .retention import RETAIN_HOURS, vacuum
 
         h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
-        r = vacuum(lake, args.keep_state, h, args.dry_run, args.force)
+        r = vacuum(lake, args.keep_state, h, args.dry_run, args.force, args.keep_answers)
         if args.format == "json":
             out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
             return 0
         verb = "would remove" if args.dry_run else "removed"
-        if args.keep_state is not None:
-            if r["removed_partitions"]:
-                out.write(f"state: {verb} S_τ of {r['removed_partitions']} tick(s) before tick "
-                          f"{r['state_from']} ({r['removed_rows']} rows); ticks from "
-                          f"{r['state_from'] + 1} on can be re-run\n")
+        for kind, keep, what in (("state", args.keep_state, "S_τ"),
+                                 ("answers", args.keep_answers, "the answers")):
+            if keep is None:
+                continue
+            k = r[kind]
+            if k["removed_partitions"]:
+                after = (f"ticks from {k['from'] + 1} on can be re-run" if kind == "state" else
+                         f"answers, history and report start at tick {k['from']}")
+                out.write(f"{kind}: {verb} {what} of {k['removed_partitions']} tick(s) before "
+                          f"tick {k['from']} ({k['removed_rows']} rows); {after}\n")
             else:
-                out.write(f"state: nothing to remove (S_τ kept from tick {r['state_from']}, "
-                          f"last completed tick {r['last_tick']})\n")
+                out.write(f"{kind}: nothing to remove ({what} kept from tick {k['from']}, last "
+                          f"completed tick {r['last_tick']})\n")
         files = ", ".join(f"{k} {n}" for k, n in r["deleted_files"].items() if n)
         verb = "would delete" if args.dry_run else "deleted"
         out.write(f"files unused for {h} h: {verb} {sum(r['deleted_files'].values())} "
@@ -334,6 +347,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write(f"they cannot be re-run: S_{first - 1} was removed by `hypo lake "
                           f"vacuum` (ticks from {s['state_from'] + 1} on can be re-run)")
+        if s.get("answers_from"):
+            out.write(f"\n  answers kept from tick {s['answers_from']} (`hypo lake vacuum "
+                      f"--keep-answers`)")
         if s.get("state_from"):
             out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
                       f"--keep-state`): ticks from {s['state_from'] + 1} on can be re-run")

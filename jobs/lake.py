@@ -427,7 +427,12 @@ def read_answers(lake: str, tick: Optional[int] = None, status: Optional[str] = 
     if status not in (None, "all") + STATUSES:
         raise LakeError(f"unknown status {status!r} (one of {', '.join(STATUSES)}, all)")
     L = Lake(lake).require()
-    done = L.done()
+    log = L.ticks_log()
+    done = L.done(log)
+    cut = L.answers_from(log)
+    if tick is not None and tick < cut:
+        raise LakeError(f"the answers of tick {tick} were removed by `hypo lake vacuum "
+                        f"--keep-answers` (the lake keeps them from tick {cut} on)")
     q = stretch_of(done, tick) if tick is not None and tick not in done else None
     if q is not None:  # skipped: nothing to report there (reasoning.session.quiet_stretch)
         if status in (None, "hypothetical", "definite"):
@@ -504,7 +509,9 @@ def history(lake: str, atom: str) -> list[dict]:
     (no answer covers it any more before it became definite)."""
     L = Lake(lake).require()
     want = _atom_binding(L, atom)
-    done = L.done()
+    log = L.ticks_log()
+    cut = L.answers_from(log)  # earlier answers removed by `hypo lake vacuum --keep-answers`
+    done = {t: r for t, r in L.done(log).items() if t >= cut}
     if not done:
         return []
     t = delta.read_arrow(L.path("answers"), "answers", columns=["tick", "sort_key", "json"])
@@ -636,6 +643,7 @@ def lake_status(lake: str) -> dict:
         "late_rerun_from": rerun_from(done, late) if late else None,
         "quiet_stretches": sorted([a, b] for a, b in stretches(done).items()),
         "state_from": L.state_from(log),
+        "answers_from": L.answers_from(log),
         "fact_ticks": fticks[:1] + fticks[-1:] if fticks else [],
         "versions": versions,
         "rows": rows,

@@ -104,17 +104,24 @@ def _gaps(start: int, end: int, spans: list) -> tuple[int, Optional[int]]:
 
 def lake_report(lake: Optional[str], start: Optional[int] = None,
                 end: Optional[int] = None) -> ReportData:
-    """The report data of completed ticks start..end (default: 0 .. the last completed)."""
+    """The report data of completed ticks start..end (default: 0, or the first tick whose
+    answers `hypo lake vacuum` kept, .. the last completed)."""
     L = Lake(lake).require()
     done = L.done()
     last = L.last_tick(done)
     if last < 0:
         raise LakeError(f"no tick of the lake at {L.root} has completed yet (run `hypo lake "
                         f"tick 0`)")
-    start = 0 if start is None else start
+    cut = L.answers_from()
     end = last if end is None else end
+    if end < cut:
+        raise LakeError(f"the answers of ticks {start or 0}..{end} were removed by `hypo lake vacuum "
+                        f"--keep-answers` (the lake keeps them from tick {cut} on)")
+    start = cut if start is None else start
     if start < 0 or end < start:
         raise LakeError(f"empty range: --from {start} --to {end}")
+    cut_note = start < cut
+    start = max(start, cut)
     ticks = sorted(t for t in done if start <= t <= end)  # not range(): --to may be 10¹¹
     if not ticks:
         raise LakeError(f"no completed tick in {start}..{end} (completed: 0..{last})")
@@ -141,6 +148,9 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
     if spans:
         notes.append("quiet stretches skipped by `hypo lake run` (no facts, nothing to "
                      "report): " + ", ".join(f"{a}..{b}" for a, b in sorted(spans)))
+    if cut_note:
+        notes.append(f"the answers of ticks before {start} were removed by `hypo lake vacuum "
+                     f"--keep-answers`: the report starts at tick {start}")
     if start > 0:
         notes.append(f"answers announced before tick {start} count as announced at {start}")
     vcols = ("run", "facts_version", "prev_state_version", "state_version", "answers_version",

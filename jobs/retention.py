@@ -13,6 +13,8 @@ files behind in every table (Delta keeps them for time travel).  Two operations:
   recorded first, as a `vacuum` row of the ticks log (Lake.state_from), so a crash between
   the two commits leaves a lake that refuses those re-runs while it could still do them,
   never one that tries to read a removed partition.
+- keep_answers=N: the same for the answers table; `answers --tick τ`, `history` and `report`
+  then cover the ticks from the cut on, and say so for earlier ones.
 - retain_hours=H: Delta VACUUM of every data table: files no version since H hours ago
   needs are deleted from disk (the removed state partitions, files replaced by re-runs).
   Reading an older version of a table than H hours (a tick's answers as a run that did
@@ -37,13 +39,19 @@ MIN_RETAIN_HOURS = 1  # below it a running tick's or ingest's files, written but
 # committed, could be deleted under it (`force` when nothing runs)
 
 
+KEPT = {"state": "state_from", "answers": "answers_from"}  # table -> its cut in a vacuum row
+
+
 def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETAIN_HOURS,
-           dry_run: bool = False, force: bool = False) -> dict:
-    """Remove the state of all but the last keep_state completed ticks, then delete the files
-    no table version of the last retain_hours needs; with dry_run, only say what would go."""
-    if keep_state is not None and keep_state < 1:
-        raise LakeError(f"--keep-state must be at least 1 (S_τ of the last completed tick "
-                        f"starts the next one), not {keep_state}")
+           dry_run: bool = False, force: bool = False,
+           keep_answers: Optional[int] = None) -> dict:
+    """Remove the state (answers) of all but the last keep_state (keep_answers) completed
+    ticks, then delete the files no table version of the last retain_hours needs; with
+    dry_run, only say what would go."""
+    for name, n in (("--keep-state", keep_state), ("--keep-answers", keep_answers)):
+        if n is not None and n < 1:
+            raise LakeError(f"{name} must be at least 1 (the last completed tick's are read "
+                            f"by the next), not {n}")
     if retain_hours < 0:
         raise LakeError(f"--retain-hours must be ≥ 0, not {retain_hours}")
     if retain_hours < MIN_RETAIN_HOURS and not force:
@@ -52,30 +60,37 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
                         f"would be deleted; add --force if nothing is running on the lake")
     L = Lake(lake).require()
     log = L.ticks_log()
-    done = L.done(log)
-    last = L.last_tick(done)
-    before = L.state_from(log)
-    out = {"lake": L.root, "dry_run": dry_run, "last_tick": last, "state_from": before,
-           "removed_partitions": 0, "removed_rows": 0, "deleted_files": {}, "deleted_bytes": 0}
-    if keep_state is not None and last >= 0 and last - keep_state + 1 > before:
-        cut = last - keep_state + 1
-        dt = L.table("state")
+    last = L.last_tick(L.done(log))
+    out = {"lake": L.root, "dry_run": dry_run, "last_tick": last,
+           "deleted_files": {}, "deleted_bytes": 0}
+    cuts, plans = {}, {}
+    for kind, keep in (("state", keep_state), ("answers", keep_answers)):
+        before = L.kept_from(kind, log)
+        cuts[kind] = before
+        out[kind] = {"from": before, "removed_partitions": 0, "removed_rows": 0}
+        if keep is None or last < 0 or last - keep + 1 <= before:
+            continue
+        cut = last - keep + 1
+        dt = L.table(kind)
         old = [a for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist()
                if a.get("partition.tick") is not None and int(a["partition.tick"]) < cut]
         ticks = sorted({int(a["partition.tick"]) for a in old})
-        out["state_from"] = cut
-        out["removed_partitions"] = len(ticks)
-        out["removed_rows"] = sum(a.get("num_records") or 0 for a in old)
-        if not dry_run:
-            run = uuid.uuid4().hex[:12]
-            L.log(cut, run, "vacuum", counts={"state_from": cut, "keep_state": keep_state,
-                                              "partitions": len(ticks),
-                                              "rows": out["removed_rows"]})
+        cuts[kind] = cut
+        plans[kind] = (dt, ticks)
+        out[kind] = {"from": cut, "removed_partitions": len(ticks),
+                     "removed_rows": sum(a.get("num_records") or 0 for a in old)}
+    if plans and not dry_run:
+        run = uuid.uuid4().hex[:12]
+        L.log(max(cuts.values()), run, "vacuum", counts={
+            **{KEPT[k]: c for k, c in cuts.items()},
+            **{f"{k}_removed": out[k] for k in plans}})
+        for kind, (dt, ticks) in plans.items():
             if ticks:
-                delta.commit(dt, "state", [], mode="overwrite",
+                delta.commit(dt, kind, [], mode="overwrite",
                              partition_filters=[("tick", "in", [str(t) for t in ticks])],
-                             metadata={"phase": "vacuum", "state_from": str(cut), "run": run},
-                             what=f"vacuum of the state before tick {cut}")
+                             metadata={"phase": "vacuum", KEPT[kind]: str(cuts[kind]),
+                                       "run": run},
+                             what=f"vacuum of the {kind} before tick {cuts[kind]}")
     for kind in DATA_TABLES:
         dt = L.table(kind)
         try:

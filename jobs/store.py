@@ -208,14 +208,23 @@ class Lake:
                 out[r["tick"]] = r
         return out
 
-    def state_from(self, log: Optional[list[dict]] = None) -> int:
-        """The first tick whose S_τ the state table still holds: `hypo lake vacuum
-        --keep-state` removed the partitions of earlier ticks (0: none removed)."""
+    def kept_from(self, kind: str, log: Optional[list[dict]] = None) -> int:
+        """The first tick whose partition the state or answers table still holds: `hypo
+        lake vacuum --keep-state/--keep-answers` removed those of earlier ticks (0: none)."""
+        key = "state_from" if kind == "state" else "answers_from"
         cut = 0
         for r in log if log is not None else self.ticks_log():
             if r["phase"] == "vacuum":
-                cut = max(cut, json.loads(r.get("counts") or "{}").get("state_from", 0))
+                cut = max(cut, json.loads(r.get("counts") or "{}").get(key, 0))
         return cut
+
+    def state_from(self, log: Optional[list[dict]] = None) -> int:
+        """The first tick whose S_τ the state table still holds (kept_from)."""
+        return self.kept_from("state", log)
+
+    def answers_from(self, log: Optional[list[dict]] = None) -> int:
+        """The first tick whose answers the answers table still holds (kept_from)."""
+        return self.kept_from("answers", log)
 
     def last_tick(self, done: Optional[dict] = None) -> int:
         """The last tick of the contiguous run of completed ticks from 0, a skipped quiet

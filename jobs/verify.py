@@ -110,6 +110,7 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
         if r["phase"] in PHASES:
             latest[r["tick"]] = r
     cut = L.state_from(log)
+    acut = L.answers_from(log)
     out = []
     parts: dict[str, dict[int, set]] = {}
     for kind in ("state", "answers"):
@@ -141,8 +142,8 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
             runs = parts[kind].get(t)
             if not runs and kind == "answers" and _no_answers(r):
                 continue  # a tick without answers writes no answers partition
-            if not runs and kind == "state" and t < cut:
-                continue  # removed by `hypo lake vacuum --keep-state`
+            if not runs and t < (cut if kind == "state" else acut):
+                continue  # removed by `hypo lake vacuum --keep-state/--keep-answers`
             if not runs:
                 out.append(Problem(kind, head_v, f"{kind}/tick={t}",
                                    f"tick {t} completed (run {r['run']}) but the table has no "

@@ -96,7 +96,7 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     assert d.start_date == dt.datetime(2026, 3, 1, 6, tzinfo=UTC)
     assert m.tick_of(dt.datetime(2026, 3, 1, 7, 30, tzinfo=UTC)) == 6
     assert d.task_dict["wait_for_slice"].mode == "reschedule"
-    assert (m.KEEP_STATE, m.RETAIN_HOURS) == (1000, 168)
+    assert (m.KEEP_STATE, m.KEEP_ANSWERS, m.RETAIN_HOURS) == (1000, 0, 168)
     # a short poke interval keeps the worker slot (reschedule races the scheduler: issue 14.4)
     monkeypatch.setenv("HYPO_SLICE_POKE", "5s")
     spec.loader.exec_module(m)
@@ -376,17 +376,19 @@ def test_failed_tick_stops_later_ticks(hypo_dag, tmp_path, caplog):
 
 
 @pytest.mark.slow
-def test_keep_state_bounds_the_state_and_refuses_reruns_below_it(hypo_dag, tmp_path, caplog,
+def test_keep_state_and_answers_bound_the_lake_and_refuse_reruns_below_it(hypo_dag, tmp_path, caplog,
                                                                  monkeypatch):
-    """HYPO_KEEP_STATE=2: after each tick the tick task removes older S_τ (jobs/retention.py);
-    the answers are those of a lake that keeps everything, and a backfill of a tick whose
-    S_{τ-1} is gone fails readably."""
+    """HYPO_KEEP_STATE=2, HYPO_KEEP_ANSWERS=1: after each tick the tick task removes older
+    S_τ and answers (jobs/retention.py; publish still finds τ-1's); the answers kept are
+    those of a lake that keeps everything, and a backfill of a tick whose S_{τ-1} is gone
+    fails readably."""
     mod, dag = hypo_dag
     from deltalake import DeltaTable
 
     from jobs import lake as api
 
     monkeypatch.setattr(mod, "KEEP_STATE", 2)
+    monkeypatch.setattr(mod, "KEEP_ANSWERS", 1)  # publish needs τ-1's: 2 are kept
     reset_runs()
     caplog.set_level(logging.INFO)
     lake = tmp_path / "lake"
@@ -399,15 +401,17 @@ def test_keep_state_bounds_the_state_and_refuses_reruns_below_it(hypo_dag, tmp_p
     assert [str(r.state) for r in runs] == ["success"] * 4, [ti_states(r) for r in runs]
     ticks = set(DeltaTable(str(lake / "state")).to_pyarrow_table(columns=["tick"])["tick"]
                 .to_pylist())
-    assert ticks == {2, 3} and "vacuum: S_τ kept from tick 2" in caplog.text
+    assert ticks == {2, 3} and "vacuum: S_τ kept from tick 2, answers from tick 2" in caplog.text
     ref: dict[int, list] = {}
     for o in hypo_run_jsonl(PROGRAM, STREAM, until=3, all_=True):
         if o.get("status") != "none":
             ref.setdefault(o["tick"], []).append(o)
     key = lambda o: json.dumps(o, sort_keys=True)  # noqa: E731
-    for tau in range(4):
+    for tau in range(2, 4):
         got = api.read_answers(str(lake), tau, "all")
         assert sorted(got, key=key) == sorted(ref.get(tau, []), key=key), tau
+    with pytest.raises(api.LakeError, match="answers of tick 1 were removed"):
+        api.read_answers(str(lake), 1, "all")
     reset_runs()
     caplog.clear()
     [dr] = run_ticks(mod, dag, 1, 1, conf_for(lake))

@@ -98,15 +98,15 @@ def test_vacuum_deletes_only_files_no_recent_version_needs(lake8, tmp_path):
     before = _answers(H, range(9))
     assert H("run", "--from", "7", "--to", "8", "--executor", "local")[0] == 0  # replaces
     r = vacuum(lake)  # default: a week; the replaced files are minutes old
-    assert sum(r["deleted_files"].values()) == 0 and r["state_from"] == 0
+    assert sum(r["deleted_files"].values()) == 0 and r["state"]["from"] == 0
     r = vacuum(lake, retain_hours=0, force=True)
     assert r["deleted_files"]["state"] == 2 and r["deleted_files"]["answers"] == 2, r
-    assert r["deleted_files"]["facts"] == 0 and r["removed_partitions"] == 0
+    assert r["deleted_files"]["facts"] == 0 and r["state"]["removed_partitions"] == 0
     assert _answers(H, range(9)) == before
     assert len(_state_ticks(lake)) == 9
     rc, out, err = H("verify", "--deep")
     assert rc == 0, out + err
-    for bad, msg in ((("--keep-state", "0"), "≥ 1"), (("--retain-hours", "-1"), "natural"),
+    for bad, msg in ((("--keep-state", "0"), "≥ 1"), (("--keep-answers", "-2"), "natural"), (("--retain-hours", "-1"), "natural"),
                      (("--retain-hours", "1e9"), "natural")):
         rc, out, err = H("vacuum", *bad)
         assert rc == 2 and msg in err and "Traceback" not in err, err
@@ -143,7 +143,7 @@ def test_a_vacuum_while_a_tick_runs_fails_the_tick_cleanly(lake8, tmp_path):
             api.run_tick(lake, 8, executor="local")
     finally:
         tickjob.HOOKS.remove(hook)
-    assert got and got[0]["state_from"] == 7
+    assert got and got[0]["state"]["from"] == 7
     rc, out, err = H("verify")
     assert rc == 0, out + err
     assert H("run", "--from", "8", "--to", "8", "--executor", "local")[0] == 0
@@ -161,3 +161,34 @@ def test_the_api_refuses_ticks_past_2_to_the_60(lake8):
             list(api.run_ticks(lake8, start, end, executor="local"))
     with pytest.raises(LakeError, match="2\\^60"):
         api.run_tick(lake8, 2 ** 63, executor="local")
+
+
+def test_keep_answers_starts_answers_history_and_report_at_the_cut(lake8, tmp_path):
+    lake, H = _lake(lake8, tmp_path)
+    before = _answers(H, range(9))
+    hist = H("history", "OK(wt2, 5)")[1]
+    rc, out, err = H("vacuum", "--keep-answers", "4", "--keep-state", "6", "--retain-hours",
+                     "0", "--force")
+    assert rc == 0, err
+    assert "answers: removed the answers of 5 tick(s) before tick 5" in out, out
+    assert "state: removed S_τ of 3 tick(s) before tick 3" in out, out
+    assert _answers(H, range(5, 9)) == {t: before[t] for t in range(5, 9)}
+    rc, out, err = H("answers", "--tick", "4")
+    assert rc == 2 and "answers of tick 4 were removed" in err and "from tick 5 on" in err, err
+    rc, out, err = H("history", "OK(wt2, 5)")
+    assert rc == 0 and "answers before tick 5 were removed" in out, out
+    assert out.splitlines()[1:] == [x for x in hist.splitlines()[1:]
+                                    if int(x.split()[1]) >= 5], (out, hist)
+    rc, out, err = H("report", "--from", "2", "--out", str(tmp_path / "r.html"))
+    assert rc == 0 and "report of ticks 5..8" in out, out + err
+    html = (tmp_path / "r.html").read_text()
+    assert "removed by `hypo lake vacuum --keep-answers`" in html.replace("&#x60;", "`")
+    rc, out, err = H("report", "--to", "4", "--out", str(tmp_path / "r2.html"))
+    assert rc == 2 and "were removed" in err, err
+    rc, out, err = H("verify")
+    assert rc == 0, out + err
+    rc, out, err = H("status")
+    assert "answers kept from tick 5" in out and "state kept from tick 3" in out, out
+    # the ticks after both cuts re-run to the same answers
+    assert H("run", "--from", "6", "--to", "9", "--executor", "local")[0] == 0
+    assert _answers(H, range(6, 9)) == {t: before[t] for t in range(6, 9)}
