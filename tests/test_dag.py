@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 
 import pytest
