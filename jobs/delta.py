@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
@@ -198,6 +199,20 @@ def commits(dt: DeltaTable, path: str) -> list[dict]:
         raise damaged_log(path, dt.version(), e) from None
 
 
+def add_actions(dt: DeltaTable, lo: Optional[int] = None, hi: Optional[int] = None) -> list[dict]:
+    """The table's add actions (flattened) as dicts; with lo (and hi), only those of
+    partitions tick=lo..hi, chosen in Arrow: a table of 10⁵ ticks has 10⁵ files, and building
+    every action as a dict to keep one tick's cost ~0.3 s at every tick."""
+    t = pa.table(dt.get_add_actions(flatten=True))
+    if lo is not None and "partition.tick" in t.column_names:
+        col = pc.cast(t["partition.tick"], pa.int64())
+        keep = pc.greater_equal(col, lo)
+        if hi is not None:
+            keep = pc.and_(keep, pc.less_equal(col, hi))
+        t = t.filter(pc.fill_null(keep, False))
+    return t.to_pylist()
+
+
 def read_arrow(path: str, kind: str, version: Optional[int] = None,
                partitions: Optional[dict[str, Any]] = None,
                columns: Optional[list[str]] = None, dt: Optional[DeltaTable] = None) -> pa.Table:
@@ -207,7 +222,9 @@ def read_arrow(path: str, kind: str, version: Optional[int] = None,
     parts = partition_by(kind)
     want = columns or full.names
     out_schema = pa.schema([full.field(c) for c in want])
-    adds = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    t = (partitions or {}).get("tick")
+    adds = add_actions(dt, int(t), int(t)) if t is not None and parts == ["tick"] else \
+        add_actions(dt)
     if not parts and len(adds) > 1:  # one scan of many small files (the ticks log): 2-3x
         files = [os.path.join(path, a["path"]) for a in adds]
         try:

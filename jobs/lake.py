@@ -19,7 +19,7 @@ from . import delta
 from .errors import InputError, LakeError, ProgramMismatch
 from .ingest import (check_files, far_ticks, file_sha256, is_data_file, read_files,
                      rename_sources, spool_streams)
-from .store import DATA_TABLES, PHASES, Lake, now, rerun_from, stretch_of, stretches
+from .store import DATA_TABLES, PHASES, Done, Lake, now, rerun_from, stretch_of, stretches
 from schemas.lake import STATE_FORMAT
 
 STATUSES = ("definite", "hypothetical", "pending")
@@ -381,10 +381,17 @@ def _far_refused(L: Lake, batch: str) -> set[int]:
             if r["batch"] == batch and r["reason_code"] == "far_tick"}
 
 
+def _fact_files(L: Lake) -> list[dict]:
+    """The facts table's files as {partition.tick, num_records} (two columns only: a lake of
+    10⁵ ticks has 10⁵ files)."""
+    t = pa.table(L.table("facts").get_add_actions(flatten=True))
+    return t.select([c for c in ("partition.tick", "num_records") if c in t.column_names]
+                    ).to_pylist()
+
+
 def _fact_ticks(L: Lake) -> set[int]:
     """The ticks the facts table has rows for (its partitions)."""
-    return {int(a["partition.tick"]) for a in
-            pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
+    return {int(a["partition.tick"]) for a in _fact_files(L)
             if a.get("partition.tick") is not None}
 
 
@@ -572,8 +579,12 @@ def late_facts(fact_adds: list, done: dict) -> dict[int, int]:
         else:
             rows[int(t)] += int(n)
     out = {}
-    for t, r in sorted(done.items()):
-        read = json.loads(r.get("counts") or "{}").get("facts")
+    counts = done.column("counts") if isinstance(done, Done) else [r.get("counts") for r in
+                                                                   done.values()]
+    for t, c in zip(list(done), counts):
+        if t not in rows and t not in unknown:
+            continue  # no facts for the tick: none came late
+        read = json.loads(c or "{}").get("facts")
         if t not in unknown and read is not None and rows.get(t, 0) > int(read):
             out[t] = rows[t] - int(read)
     for a, b in stretches(done).items():  # a skipped quiet stretch read no facts at all
@@ -591,8 +602,7 @@ def late_rerun_from(lake: str, ticks) -> int:
 def late_ticks(lake: str) -> dict[int, int]:
     """late_facts() of a lake: {τ: rows ingested for completed tick τ after it read them}."""
     L = Lake(lake).require()
-    return late_facts(pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist(),
-                      L.done())
+    return late_facts(_fact_files(L), L.done())
 
 
 def lake_status(lake: str) -> dict:
@@ -627,7 +637,7 @@ def lake_status(lake: str) -> dict:
         used = digests.get(r["prev_state_version"])
         if t > 0 and p is not None and used is not None and used != p["state_digest"]:
             stale.append(t)
-    ft = pa.table(L.table("facts").get_add_actions(flatten=True)).to_pylist()
+    ft = _fact_files(L)
     fticks = sorted({a.get("partition.tick") for a in ft if a.get("partition.tick") is not None})
     late = late_facts(ft, done)
     last_row = done.get(last)

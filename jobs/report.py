@@ -9,7 +9,6 @@ import os
 from collections import Counter, defaultdict
 from typing import Iterator, Optional
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoning.lifecycle import Calibration, Lifecycles
@@ -23,7 +22,7 @@ from .store import DATA_TABLES, Lake, stretches
 def _files_by_tick(L: Lake, kind: str, start: int, end: int) -> dict[int, list[str]]:
     dt = L.table(kind)
     out: dict[int, list[str]] = defaultdict(list)
-    for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
+    for a in delta.add_actions(dt, start, end):
         t = a.get("partition.tick")
         if t is None:
             continue
@@ -107,16 +106,17 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
     """The report data of completed ticks start..end (default: 0, or the first tick whose
     answers `hypo lake vacuum` kept, .. the last completed)."""
     L = Lake(lake).require()
-    done = L.done()
+    log = L.ticks_log()
+    done = L.done(log)
     last = L.last_tick(done)
     if last < 0:
         raise LakeError(f"no tick of the lake at {L.root} has completed yet (run `hypo lake "
                         f"tick 0`)")
-    cut = L.answers_from()
+    cut = L.answers_from(log)
     end = last if end is None else end
     if end < cut:
-        raise LakeError(f"the answers of ticks {start or 0}..{end} were removed by `hypo lake vacuum "
-                        f"--keep-answers` (the lake keeps them from tick {cut} on)")
+        raise LakeError(f"the answers of ticks {start or 0}..{end} were removed by `hypo lake "
+                        f"vacuum --keep-answers` (the lake keeps them from tick {cut} on)")
     start = cut if start is None else start
     if start < 0 or end < start:
         raise LakeError(f"empty range: --from {start} --to {end}")
@@ -169,15 +169,15 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
     if cal is not None:  # a lake made with --confidence (jobs/confidence.py)
         d.calibration = cal.records(end)
         d.first_confidence = cal.first
-        d.arrival_model = _arrival_model(L, done, end)
+        d.arrival_model = _arrival_model(L, done, end, L.state_from(log))
     return d
 
 
-def _arrival_model(L: Lake, done: dict, tick: int) -> Optional[list]:
+def _arrival_model(L: Lake, done: dict, tick: int, state_from: int) -> Optional[list]:
     """The arrival model's summary as S_tick's `model` row holds it."""
     from reasoning.confidence import Confidence
 
-    if tick < L.state_from():
+    if tick < state_from:
         return None  # S_tick removed by `hypo lake vacuum --keep-state`
     v = done[tick].get("state_version")
     rows = delta.read_arrow(L.path("state"), "state", version=v, partitions={"tick": tick},

@@ -210,7 +210,7 @@ def _prev_state(ctx: TickContext, done: dict, state_from: int) -> tuple[int, lis
         raise LakeError(f"state version {v} is tick {hist_tick}, not {tau - 1}: the ticks log "
                         f"and the state table disagree")
     files = []
-    for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
+    for a in delta.add_actions(dt, tau - 1, tau - 1):
         if a.get("partition.tick") == tau - 1:
             full = os.path.join(path, a["path"])
             broken = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
@@ -249,7 +249,7 @@ def _facts_files(ctx: TickContext) -> tuple[list[str], list[dict]]:
     dt = ctx.tables["facts"]
     path = ctx.lake.path("facts")
     good, bad = [], []
-    for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
+    for a in delta.add_actions(dt, ctx.tau, ctx.tau):
         if a.get("partition.tick") != ctx.tau:
             continue
         full = os.path.join(path, a["path"])
@@ -843,10 +843,8 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     what = f"tick {last} is being written by another run"
     commits = {}
     for kind, acts in (("state", state_actions), ("answers", answer_actions)):
-        old = sorted({int(a["partition.tick"]) for a in
-                      pa.table(tables[kind].get_add_actions(flatten=True)).to_pylist()
-                      if a.get("partition.tick") is not None
-                      and first <= int(a["partition.tick"]) <= last} | {last})
+        old = sorted({int(a["partition.tick"])
+                      for a in delta.add_actions(tables[kind], first, last)} | {last})
         try:
             commits[kind] = delta.commit(
                 tables[kind], kind, acts, mode="overwrite",
