@@ -108,14 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="bounded storage: remove old ticks' S_τ and delete files no recent "
                              "table version needs",
                         description="Remove the state partitions of all but the last N "
-                        "completed ticks (--keep-state N: those ticks can no longer be re-run; "
-                        "answers, facts and quarantine of every tick are kept), then delete "
-                        "from disk the files no table version of the last H hours needs "
-                        "(Delta VACUUM; older versions can then no longer be read).")
+                        "completed ticks (--keep-state N: those ticks can no longer be re-run) "
+                        "and the answers of all but the last M (--keep-answers M: answers, "
+                        "history and report start there); facts and quarantine are kept. "
+                        "Then delete from disk the files no table version of the last H hours "
+                        "needs (Delta VACUUM; older versions can then no longer be read). Run "
+                        "it between ticks: a tick committing meanwhile fails (run it again).")
     vc.add_argument("--keep-state", type=_positive, metavar="N",
                     help="keep S_τ of the last N completed ticks only (default: keep all)")
-    vc.add_argument("--keep-answers", type=_positive, metavar="N",
-                    help="keep the answers of the last N completed ticks only (answers, "
+    vc.add_argument("--keep-answers", type=_positive, metavar="M",
+                    help="keep the answers of the last M completed ticks only (answers, "
                          "history and report then start there; default: keep all)")
     vc.add_argument("--retain-hours", type=tick_arg, default=None, metavar="H",
                     help="delete files unused for H hours (default 168, a week; below 1 "
