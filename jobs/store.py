@@ -286,6 +286,22 @@ class TicksLog:
     def vacuums(self) -> list[dict]:
         return self._phase("vacuum").to_pylist()
 
+    def latest_phases(self) -> dict[int, str]:
+        """tick -> the phase of its latest row (a tick's run logs start, state, answers,
+        done in turn: not `done` means its last run did not finish), in Arrow."""
+        t = self.table.filter(pc.is_in(self.table["phase"], pa.array(list(PHASES))))
+        if not t.num_rows:
+            return {}
+        order = pc.index_in(t["phase"], pa.array(list(PHASES)))
+        t = t.append_column("_o", order).take(pc.sort_indices(
+            t.append_column("_o", order), [("tick", "ascending"), ("ts", "ascending"),
+                                           ("_o", "ascending")]))
+        ticks = t["tick"].to_numpy()
+        last = np.ones(len(ticks), dtype=bool)
+        last[:-1] = ticks[:-1] != ticks[1:]
+        t = t.filter(pa.array(last))
+        return dict(zip(t["tick"].to_pylist(), t["phase"].to_pylist()))
+
 
 class Done(Mapping):
     """tick -> the latest `done` row of the tick (the run whose results are the tick's), over

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import damage, delta
 from .damage import Problem
 from .errors import LakeDamaged, LakeError
-from .store import DATA_TABLES, PHASES, Lake, read_program_info
+from .store import DATA_TABLES, Lake, read_program_info
 
 TABLES = DATA_TABLES + ("ticks",)
 
@@ -105,10 +105,7 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
     head's partition tick=τ of state and answers is the one the completing run wrote."""
     log = L.ticks_log()
     done = L.done(log)
-    latest: dict[int, dict] = {}
-    for r in log:
-        if r["phase"] in PHASES:
-            latest[r["tick"]] = r
+    latest = log.latest_phases()
     cut = L.state_from(log)
     acut = L.answers_from(log)
     out = []
@@ -123,7 +120,7 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
         parts[kind] = by
     last = L.last_tick(done)
     for t, r in sorted(done.items()):
-        if latest[t]["phase"] != "done":
+        if latest[t] != "done":
             continue  # a later run of τ did not finish: `status` lists it as incomplete
         for kind, vkey in (("state", "state_version"), ("answers", "answers_version")):
             if kind not in heads:

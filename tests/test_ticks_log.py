@@ -97,3 +97,8 @@ def test_arrow_log_reads_as_the_rows_did(log, fact_files):
         rows, key=lambda r: (r["ts"], r["tick"], PHASES.index(r["phase"])
                              if r["phase"] in PHASES else 9))]
     assert Counter(r["tick"] for r in tl) == Counter(r["tick"] for r in rows)
+    latest: dict = {}
+    for r in tl:  # the rows in logged order: a tick's last phase row
+        if r["phase"] in PHASES:
+            latest[r["tick"]] = r["phase"]
+    assert tl.latest_phases() == latest
