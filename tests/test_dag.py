@@ -36,6 +36,15 @@ def land(lake: Path, tick: int, lines: list, name: str = "slice.jsonl") -> None:
     (d / "_READY").write_text("")
 
 
+def land_example(lake: Path, ticks: int) -> None:
+    """Example 13's stream landed as the slices of ticks 0..ticks-1 (empty ones declared)."""
+    slices: dict[int, list] = {}
+    for line in open(STREAM, encoding="utf-8"):
+        slices.setdefault(json.loads(line)["tick"], []).append(line.rstrip("\n"))
+    for tau in range(ticks):
+        land(lake, tau, slices.get(tau, []))
+
+
 def conf_for(lake) -> dict:
     return {"lake": str(lake), "program": PROGRAM, "spark_master": "local[2]"}
 
@@ -219,11 +228,7 @@ def one_pass(hypo_dag, tmp_path_factory):
     mod, dag = hypo_dag
     reset_runs()
     lake = tmp_path_factory.mktemp("dag") / "lake"
-    slices: dict[int, list] = {}
-    for line in open(STREAM, encoding="utf-8"):
-        slices.setdefault(json.loads(line)["tick"], []).append(line.rstrip("\n"))
-    for tau in range(6):
-        land(lake, tau, slices.get(tau, []))
+    land_example(lake, 6)
     runs = run_ticks(mod, dag, 0, 5, conf_for(lake))
     assert [str(r.state) for r in runs] == ["success"] * 6, [ti_states(r) for r in runs]
     return {"lake": str(lake), "runs": runs, "snapshot": snapshot(str(lake), 5)}
@@ -391,11 +396,7 @@ def test_keep_state_and_answers_bound_the_lake_and_refuse_reruns_below_it(hypo_d
     reset_runs()
     caplog.set_level(logging.INFO)
     lake = tmp_path / "lake"
-    slices: dict[int, list] = {}
-    for line in open(STREAM, encoding="utf-8"):
-        slices.setdefault(json.loads(line)["tick"], []).append(line.rstrip("\n"))
-    for tau in range(4):
-        land(lake, tau, slices.get(tau, []))
+    land_example(lake, 4)
     runs = run_ticks(mod, dag, 0, 3, conf_for(lake))
     assert [str(r.state) for r in runs] == ["success"] * 4, [ti_states(r) for r in runs]
     ticks = set(DeltaTable(str(lake / "state")).to_pyarrow_table(columns=["tick"])["tick"]
