@@ -192,3 +192,15 @@ def test_keep_answers_starts_answers_history_and_report_at_the_cut(lake8, tmp_pa
     # the ticks after both cuts re-run to the same answers
     assert H("run", "--from", "6", "--to", "9", "--executor", "local")[0] == 0
     assert _answers(H, range(6, 9)) == {t: before[t] for t in range(6, 9)}
+
+
+def test_vacuum_of_a_missing_or_damaged_lake_is_one_line(lake8, tmp_path):
+    rc, out, err = hypo("lake", "--lake", str(tmp_path / "none"), "vacuum")
+    assert rc == 2 and "no lake at" in err and "Traceback" not in err, err
+    lake, H = _lake(lake8, tmp_path)
+    log = os.path.join(lake, "state", "_delta_log", "00000000000000000009.json")
+    with open(log, "w") as fh:
+        fh.write("garbage\n")
+    rc, out, err = H("vacuum", "--keep-state", "2")
+    assert rc == 2 and "00000000000000000009.json" in err and len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
