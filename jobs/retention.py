@@ -28,8 +28,6 @@ import time
 import uuid
 from typing import Optional
 
-import pyarrow as pa
-
 from . import delta
 from .errors import LakeError
 from .store import DATA_TABLES, Lake
@@ -72,8 +70,7 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
             continue
         cut = last - keep + 1
         dt = L.table(kind)
-        old = [a for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist()
-               if a.get("partition.tick") is not None and int(a["partition.tick"]) < cut]
+        old = delta.add_actions(dt, 0, cut - 1)
         ticks = sorted({int(a["partition.tick"]) for a in old})
         cuts[kind] = cut
         plans[kind] = (dt, ticks)

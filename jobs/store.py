@@ -218,11 +218,11 @@ class Lake:
             [r for r in log if r["phase"] == "vacuum"]
         return max([json.loads(r.get("counts") or "{}").get(key, 0) for r in rows] + [0])
 
-    def state_from(self, log: Optional[list[dict]] = None) -> int:
+    def state_from(self, log=None) -> int:
         """The first tick whose S_τ the state table still holds (kept_from)."""
         return self.kept_from("state", log)
 
-    def answers_from(self, log: Optional[list[dict]] = None) -> int:
+    def answers_from(self, log=None) -> int:
         """The first tick whose answers the answers table still holds (kept_from)."""
         return self.kept_from("answers", log)
 
