@@ -466,6 +466,7 @@ def hypo_ticks():
     def tick(run: dict, ing: dict) -> dict:
         """S_{τ-1} + D|τ → S_τ and the answers (Spark); bad rows are quarantined, not fatal."""
         from jobs import lake as api
+        from jobs.store import Lake, rerunnable
 
         s = _call(api.run_tick, run["lake"], run["tick"], run["master"], program=run["program"])
         c = s["counts"]
@@ -487,13 +488,13 @@ def hypo_ticks():
         try:  # facts of a completed tick ingested after it read its slice: its answers lack them
             found = api.late_ticks(run["lake"])
             first = api.late_rerun_from(run["lake"], found) if found else None
-            cut = api.Lake(run["lake"]).state_from() if found else 0
+            cut = Lake(run["lake"]).state_from() if found else 0
             late = found
         except Exception as e:  # noqa: BLE001 - informational only
             log.warning("could not check for late facts: %s", e)
         if late:
             what = ", ".join(f"tick {t}: {n} row(s)" for t, n in sorted(late.items()))
-            if first == 0 or first - 1 >= cut:
+            if rerunnable(first, cut):
                 log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
                             "(airflow backfill, or hypo lake run --from %d)", what, first, first)
             else:

@@ -321,6 +321,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         out.write(r["message"] + "\n")
         return 0
     if args.cmd == "status":
+        from .store import rerunnable
+
         s = api.lake_status(lake)
         if args.format == "json":
             out.write(json.dumps(s, sort_keys=True, indent=2) + "\n")
@@ -344,7 +346,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
                                                       sorted(late.items())) +
                       " ingested after the tick ran (its answers lack them); ")
-            if first == 0 or first - 1 >= s.get("state_from", 0):  # S_{first-1} is kept
+            if rerunnable(first, s.get("state_from", 0)):
                 out.write(f"re-run `hypo lake run --from {first} --to {s['last_tick']}`")
             else:
                 out.write(f"they cannot be re-run: S_{first - 1} was removed by `hypo lake "

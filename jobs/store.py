@@ -365,6 +365,12 @@ class Done(Mapping):
         return self._stretches
 
 
+def rerunnable(tick: int, state_from: int) -> bool:
+    """Tick τ can be (re-)run: it starts from ∅ (τ = 0) or from an S_{τ-1} that `hypo lake
+    vacuum --keep-state` kept (τ-1 ≥ state_from, Lake.state_from)."""
+    return tick == 0 or tick - 1 >= state_from
+
+
 def quiet_from(row: dict) -> Optional[int]:
     """The first tick of the quiet stretch a `done` row of the ticks log closes (its tick is
     the stretch's last), or None for a row of one computed tick."""

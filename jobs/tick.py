@@ -44,7 +44,7 @@ from . import damage, delta
 from .dq import empty_summary
 from .errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
                      library_error)
-from .store import Lake, stretch_of
+from .store import Lake, rerunnable, stretch_of
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
@@ -169,7 +169,7 @@ def preflight(lake: Lake, tau: int, done: Optional[dict] = None,
     done = lake.done() if done is None else done
     if needs_state and tau > 0 and tau - 1 in done:
         cut = lake.state_from() if state_from is None else state_from
-        if tau - 1 < cut:
+        if not rerunnable(tau, cut):
             raise TickOrderError(
                 f"tick {tau} cannot be re-run: S_{tau - 1}, which it starts from, was removed "
                 f"by `hypo lake vacuum --keep-state` (the lake keeps S_τ from tick {cut} on); "

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import damage, delta
 from .damage import Problem
 from .errors import LakeDamaged, LakeError
-from .store import DATA_TABLES, Lake, read_program_info
+from .store import DATA_TABLES, Lake, read_program_info, rerunnable
 
 TABLES = DATA_TABLES + ("ticks",)
 
@@ -128,7 +128,7 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
             head_v = heads[kind].version()
             v = r.get(vkey)
             redo = (f"re-run the tick (`hypo lake run --from {t} --to {max(t, last)}`)"
-                    if t == 0 or t - 1 >= cut else
+                    if rerunnable(t, cut) else
                     f"restore it from a backup (S_{t - 1} was removed by `hypo lake vacuum`, "
                     f"so tick {t} cannot be re-run)")
             if v is not None and v > head_v:
