@@ -300,9 +300,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         verb = "would remove" if args.dry_run else "removed"
         for kind, keep, what in (("state", args.keep_state, "S_τ"),
                                  ("answers", args.keep_answers, "the answers")):
-            if keep is None:
-                continue
             k = r[kind]
+            if keep is None and not k["removed_partitions"]:
+                continue  # (an interrupted vacuum's leftovers are removed, and said)
             if k["removed_partitions"]:
                 after = (f"ticks from {k['from'] + 1} on can be re-run" if kind == "state" else
                          f"answers, history and report start at tick {k['from']}")

@@ -61,33 +61,36 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
     last = L.last_tick(L.done(log))
     out = {"lake": L.root, "dry_run": dry_run, "last_tick": last,
            "deleted_files": {}, "deleted_bytes": 0}
-    cuts, plans = {}, {}
+    cuts, plans, advanced = {}, {}, False
     for kind, keep in (("state", keep_state), ("answers", keep_answers)):
         before = L.kept_from(kind, log)
-        cuts[kind] = before
-        out[kind] = {"from": before, "removed_partitions": 0, "removed_rows": 0}
-        if keep is None or last < 0 or last - keep + 1 <= before:
+        cut = before if keep is None or last < 0 else max(before, last - keep + 1)
+        cuts[kind] = cut
+        out[kind] = {"from": cut, "removed_partitions": 0, "removed_rows": 0}
+        if cut == 0:
             continue
-        cut = last - keep + 1
+        # below the cut: the partitions a new cut removes, or those an interrupted vacuum
+        # (its log row written, its commit not) left behind
         dt = L.table(kind)
         old = delta.add_actions(dt, 0, cut - 1)
         ticks = sorted({int(a["partition.tick"]) for a in old})
-        cuts[kind] = cut
-        plans[kind] = (dt, ticks)
-        out[kind] = {"from": cut, "removed_partitions": len(ticks),
-                     "removed_rows": sum(a.get("num_records") or 0 for a in old)}
-    if plans and not dry_run:
+        advanced = advanced or cut > before
+        if ticks:
+            plans[kind] = (dt, ticks)
+            out[kind].update(removed_partitions=len(ticks),
+                             removed_rows=sum(a.get("num_records") or 0 for a in old))
+    if not dry_run and (plans or advanced):
         run = uuid.uuid4().hex[:12]
-        L.log(max(cuts.values()), run, "vacuum", counts={
-            **{KEPT[k]: c for k, c in cuts.items()},
-            **{f"{k}_removed": out[k] for k in plans}})
+        if advanced:  # the cut first: a crash after it leaves partitions, never reads them
+            L.log(max(cuts.values()), run, "vacuum", counts={
+                **{KEPT[k]: c for k, c in cuts.items()},
+                **{f"{k}_removed": out[k] for k in plans}})
         for kind, (dt, ticks) in plans.items():
-            if ticks:
-                delta.commit(dt, kind, [], mode="overwrite",
-                             partition_filters=[("tick", "in", [str(t) for t in ticks])],
-                             metadata={"phase": "vacuum", KEPT[kind]: str(cuts[kind]),
-                                       "run": run},
-                             what=f"vacuum of the {kind} before tick {cuts[kind]}")
+            delta.commit(dt, kind, [], mode="overwrite",
+                         partition_filters=[("tick", "in", [str(t) for t in ticks])],
+                         metadata={"phase": "vacuum", KEPT[kind]: str(cuts[kind]),
+                                   "run": run},
+                         what=f"vacuum of the {kind} before tick {cuts[kind]}")
     for kind in DATA_TABLES:
         dt = L.table(kind)
         try:

@@ -204,3 +204,31 @@ def test_vacuum_of_a_missing_or_damaged_lake_is_one_line(lake8, tmp_path):
     rc, out, err = H("vacuum", "--keep-state", "2")
     assert rc == 2 and "00000000000000000009.json" in err and len(err.splitlines()) == 1, err
     assert "Traceback" not in err
+
+
+def test_an_interrupted_vacuum_is_completed_by_the_next(lake8, tmp_path, monkeypatch):
+    """The cut is logged before the partitions go: if the process dies between the two, the
+    lake refuses the re-runs below the cut, and the next vacuum (any options) removes what
+    the interrupted one left."""
+    from jobs import retention
+
+    lake, H = _lake(lake8, tmp_path)
+    real = retention.delta.commit
+
+    def dies_at_the_state(dt, kind, *a, **k):
+        if kind == "state":
+            raise KeyboardInterrupt("killed")
+        return real(dt, kind, *a, **k)
+
+    monkeypatch.setattr(retention.delta, "commit", dies_at_the_state)
+    with pytest.raises(KeyboardInterrupt):
+        retention.vacuum(lake, keep_state=3)
+    monkeypatch.setattr(retention.delta, "commit", real)
+    assert len(_state_ticks(lake)) == 9  # nothing removed, but the cut is in force
+    rc, out, err = H("run", "--from", "5", "--to", "8", "--executor", "local")
+    assert rc == 2 and "cannot be re-run" in err, err
+    rc, out, err = H("vacuum", "--retain-hours", "0", "--force")
+    assert rc == 0 and "state: removed S_τ of 6 tick(s) before tick 6" in out, out
+    assert _state_ticks(lake) == {"tick=6", "tick=7", "tick=8"}
+    rc, out, err = H("verify")
+    assert rc == 0, out + err
