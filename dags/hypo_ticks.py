@@ -466,7 +466,7 @@ def hypo_ticks():
     def tick(run: dict, ing: dict) -> dict:
         """S_{τ-1} + D|τ → S_τ and the answers (Spark); bad rows are quarantined, not fatal."""
         from jobs import lake as api
-        from jobs.store import Lake, rerunnable
+        from jobs.store import Lake, rerun_advice, rerunnable
 
         s = _call(api.run_tick, run["lake"], run["tick"], run["master"], program=run["program"])
         c = s["counts"]
@@ -498,9 +498,9 @@ def hypo_ticks():
                 log.warning("late facts: %s ingested after their tick ran; re-run from tick %d "
                             "(airflow backfill, or hypo lake run --from %d)", what, first, first)
             else:
-                log.warning("late facts: %s ingested after their tick ran; they cannot be "
-                            "re-run: S_%d was removed by hypo lake vacuum (HYPO_KEEP_STATE; "
-                            "ticks from %d on can be re-run)", what, first - 1, cut + 1)
+                log.warning("late facts: %s ingested after their tick ran; S_%d was removed "
+                            "by hypo lake vacuum (HYPO_KEEP_STATE): %s", what, first - 1,
+                            rerun_advice(first, cut, run["tick"]))
         if KEEP_STATE or KEEP_ANSWERS:
             # bounded storage; here, so the next run's tick (depends_on_past) waits for it.
             # publish reads the answers of τ-1 too: at least 2 ticks of answers are kept

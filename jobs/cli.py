@@ -304,7 +304,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             if keep is None and not k["removed_partitions"]:
                 continue  # (an interrupted vacuum's leftovers are removed, and said)
             if k["removed_partitions"]:
-                after = (f"ticks from {k['from'] + 1} on can be re-run" if kind == "state" else
+                after = (f"ticks from {k['from'] + 1} on can be re-run by themselves, "
+                         f"earlier ones with a re-run from tick 0" if kind == "state" else
                          f"answers, history and report start at tick {k['from']}")
                 out.write(f"{kind}: {verb} {what} of {k['removed_partitions']} tick(s) before "
                           f"tick {k['from']} ({k['removed_rows']} rows); {after}\n")
@@ -321,7 +322,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         out.write(r["message"] + "\n")
         return 0
     if args.cmd == "status":
-        from .store import rerunnable
+        from .store import rerun_advice, rerunnable
 
         s = api.lake_status(lake)
         if args.format == "json":
@@ -349,14 +350,15 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             if rerunnable(first, s.get("state_from", 0)):
                 out.write(f"re-run `hypo lake run --from {first} --to {s['last_tick']}`")
             else:
-                out.write(f"they cannot be re-run: S_{first - 1} was removed by `hypo lake "
-                          f"vacuum` (ticks from {s['state_from'] + 1} on can be re-run)")
+                out.write(f"S_{first - 1} was removed by `hypo lake vacuum`: "
+                          + rerun_advice(first, s["state_from"], s["last_tick"]))
         if s.get("answers_from"):
             out.write(f"\n  answers kept from tick {s['answers_from']} (`hypo lake vacuum "
                       f"--keep-answers`)")
         if s.get("state_from"):
             out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
-                      f"--keep-state`): ticks from {s['state_from'] + 1} on can be re-run")
+                      f"--keep-state`): ticks from {s['state_from'] + 1} on can be re-run by "
+                      f"themselves, earlier ones with a re-run from tick 0")
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
         out.write("  rows (every partition tick=τ): " + ", ".join(
             f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")

@@ -307,7 +307,7 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     L.check_program(program)
     _ = L.program
     log = L.ticks_log()
-    tickjob.preflight(L, tick, L.done(log), L.state_from(log))
+    tickjob.preflight(L, tick, L.done(log), log)
     return tickjob.run_tick(L, tick, lambda: session(master), _executor(executor),
                             master=planned_master(master), log=log)
 
@@ -343,7 +343,7 @@ def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
     L.check_program(program)
     log = L.ticks_log()
     done = L.done(log)
-    tickjob.preflight(L, start, done, L.state_from(log))
+    tickjob.preflight(L, start, done, log)
     margin = None
     if skip and not confidence.enabled(L.program_info):
         margin = quiet_margin(Engine(L.program))

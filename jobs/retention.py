@@ -8,11 +8,12 @@ files behind in every table (Delta keeps them for time travel).  Two operations:
   (one commit, conditional on the version read, like a tick's).  S_τ is only read to start
   tick τ+1 and by the report's arrival model; the answers table (every tick's answers,
   pending ones included), the facts and the quarantine are kept, so `answers`, `history`
-  and `report` still cover every tick.  What is lost: re-running a tick whose S_{τ-1} was
-  removed (jobs.tick.preflight names the first tick that can still be re-run).  The cut is
-  recorded first, as a `vacuum` row of the ticks log (Lake.state_from), so a crash between
+  and `report` still cover every tick.  A tick whose S_{τ-1} was removed can no longer be
+  re-run by itself, only within a re-run from tick 0, which computes every S_τ again from
+  the facts (jobs.tick.preflight says so; store.rerunnable).  The cut is recorded first, as
+  a `vacuum` row of the ticks log (Lake.state_from, Lake.vacuumed_at), so a crash between
   the two commits leaves a lake that refuses those re-runs while it could still do them,
-  never one that tries to read a removed partition.
+  never one that tries to read a removed partition; the next vacuum removes what it left.
 - keep_answers=N: the same for the answers table; `answers --tick τ`, `history` and `report`
   then cover the ticks from the cut on, and say so for earlier ones.
 - retain_hours=H: Delta VACUUM of every data table: files no version since H hours ago
@@ -81,10 +82,11 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
                              removed_rows=sum(a.get("num_records") or 0 for a in old))
     if not dry_run and (plans or advanced):
         run = uuid.uuid4().hex[:12]
-        if advanced:  # the cut first: a crash after it leaves partitions, never reads them
-            L.log(max(cuts.values()), run, "vacuum", counts={
-                **{KEPT[k]: c for k, c in cuts.items()},
-                **{f"{k}_removed": out[k] for k in plans}})
+        # the cut (and the time, Lake.vacuumed_at) first: a crash after it leaves
+        # partitions that nothing reads, never a tick that reads a removed one
+        L.log(max(cuts.values()), run, "vacuum", counts={
+            **{KEPT[k]: c for k, c in cuts.items()},
+            **{f"{k}_removed": out[k] for k in plans}})
         for kind, (dt, ticks) in plans.items():
             delta.commit(dt, kind, [], mode="overwrite",
                          partition_filters=[("tick", "in", [str(t) for t in ticks])],

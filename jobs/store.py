@@ -226,6 +226,14 @@ class Lake:
         """The first tick whose answers the answers table still holds (kept_from)."""
         return self.kept_from("answers", log)
 
+    def vacuumed_at(self, log=None) -> str:
+        """When the last vacuum was logged ("" if never): a tick completed after it has its
+        S_τ again, whatever the cut (a re-run from tick 0)."""
+        log = self.ticks_log() if log is None else log
+        rows = log.vacuums() if isinstance(log, TicksLog) else \
+            [r for r in log if r["phase"] == "vacuum"]
+        return max([r["ts"] for r in rows] + [""])
+
     def last_tick(self, done: Optional[dict] = None) -> int:
         """The last tick of the contiguous run of completed ticks from 0, a skipped quiet
         stretch counting as completed (-1: none)."""
@@ -366,9 +374,17 @@ class Done(Mapping):
 
 
 def rerunnable(tick: int, state_from: int) -> bool:
-    """Tick τ can be (re-)run: it starts from ∅ (τ = 0) or from an S_{τ-1} that `hypo lake
-    vacuum --keep-state` kept (τ-1 ≥ state_from, Lake.state_from)."""
+    """Tick τ can be re-run by itself: it starts from ∅ (τ = 0) or from an S_{τ-1} that
+    `hypo lake vacuum --keep-state` kept (τ-1 ≥ state_from, Lake.state_from).  An earlier
+    tick needs a re-run from tick 0, which computes every S_τ again from the facts."""
     return tick == 0 or tick - 1 >= state_from
+
+
+def rerun_advice(tick: int, state_from: int, last: Optional[int] = None) -> str:
+    """What to run to re-run tick τ when rerunnable() says it cannot run by itself."""
+    to = max(tick, last if last is not None else tick)
+    return (f"re-run from tick 0 (`hypo lake run --from 0 --to {to}`, which computes every "
+            f"S_τ again from the facts), or only ticks from {state_from + 1} on")
 
 
 def quiet_from(row: dict) -> Optional[int]:

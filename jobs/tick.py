@@ -44,7 +44,7 @@ from . import damage, delta
 from .dq import empty_summary
 from .errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
                      library_error)
-from .store import Lake, rerunnable, stretch_of
+from .store import Lake, rerun_advice, rerunnable, stretch_of
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
@@ -155,25 +155,28 @@ def fault(phase: str, tau: int) -> None:
     raise InjectedFault(f"injected fault at {phase} of tick {tau}")
 
 
-def preflight(lake: Lake, tau: int, done: Optional[dict] = None,
-              state_from: Optional[int] = None, needs_state: bool = True) -> None:
+def preflight(lake: Lake, tau: int, done: Optional[dict] = None, log=None,
+              needs_state: bool = True) -> None:
     """Refuse a tick whose predecessor has not completed, or whose S_{τ-1} `hypo lake vacuum`
-    removed (before any Spark work).  state_from: Lake.state_from() if the caller has it;
-    needs_state=False: the tick does not read S_{τ-1} (a quiet stretch's replay)."""
+    removed and no run has computed again since (before any Spark work).  log: the ticks
+    log if the caller has it; needs_state=False: the tick does not read S_{τ-1} (a quiet
+    stretch's replay)."""
     from reasoning.stream import MAX_TIME
 
     if tau < 0:
         raise TickOrderError(f"tick {tau} is negative")
     if tau >= MAX_TIME:
         raise TickOrderError(f"tick {tau} is not below 2^60 (ticks and times are)")
-    done = lake.done() if done is None else done
+    if done is None or (needs_state and log is None):
+        log = lake.ticks_log() if log is None else log
+        done = lake.done(log) if done is None else done
     if needs_state and tau > 0 and tau - 1 in done:
-        cut = lake.state_from() if state_from is None else state_from
-        if not rerunnable(tau, cut):
+        cut = lake.state_from(log)
+        if not rerunnable(tau, cut) and done[tau - 1]["ts"] <= lake.vacuumed_at(log):
             raise TickOrderError(
-                f"tick {tau} cannot be re-run: S_{tau - 1}, which it starts from, was removed "
-                f"by `hypo lake vacuum --keep-state` (the lake keeps S_τ from tick {cut} on); "
-                f"ticks from {cut + 1} on can be re-run")
+                f"tick {tau} cannot run now: S_{tau - 1}, which it starts from, was removed by "
+                f"`hypo lake vacuum --keep-state` (the lake keeps S_τ from tick {cut} on); "
+                f"{rerun_advice(tau, cut)}")
     if tau > 0 and tau - 1 not in done:
         last = lake.last_tick(done)
         q = stretch_of(done, tau - 1)
@@ -196,12 +199,12 @@ def state_layout_ok(lake: Lake, dt=None) -> None:
                         f"the tick again")
 
 
-def _prev_state(ctx: TickContext, done: dict, state_from: int) -> tuple[int, list[str]]:
+def _prev_state(ctx: TickContext, done: dict, log) -> tuple[int, list[str]]:
     """(state version of S_{τ-1} or -1, the Parquet files of its partition)."""
     tau = ctx.tau
     if tau == 0:
         return -1, []
-    preflight(ctx.lake, tau, done, state_from)
+    preflight(ctx.lake, tau, done, log)
     v = done[tau - 1]["state_version"]
     path = ctx.lake.path("state")
     dt = delta.open_table(path, v)
@@ -740,7 +743,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     state_layout_ok(lake, ctx.tables["state"])
     log = lake.ticks_log() if log is None else log
     done = lake.done(log)
-    prev_v, prev_files = _prev_state(ctx, done, lake.state_from(log))
+    prev_v, prev_files = _prev_state(ctx, done, log)
     facts_files, bad_files = _facts_files(ctx)
     ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
     lake.log(tau, run, "start", facts_version=ctx.versions["facts"], prev_state_version=prev_v)

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import damage, delta
 from .damage import Problem
 from .errors import LakeDamaged, LakeError
-from .store import DATA_TABLES, Lake, read_program_info, rerunnable
+from .store import DATA_TABLES, Lake, read_program_info, rerun_advice, rerunnable
 
 TABLES = DATA_TABLES + ("ticks",)
 
@@ -129,8 +129,8 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
             v = r.get(vkey)
             redo = (f"re-run the tick (`hypo lake run --from {t} --to {max(t, last)}`)"
                     if rerunnable(t, cut) else
-                    f"restore it from a backup (S_{t - 1} was removed by `hypo lake vacuum`, "
-                    f"so tick {t} cannot be re-run)")
+                    f"S_{t - 1} was removed by `hypo lake vacuum`: "
+                    + rerun_advice(t, cut, last))
             if v is not None and v > head_v:
                 out.append(Problem(kind, v, f"{kind}/tick={t}",
                                    f"tick {t} completed at version {v}, but the table ends at "

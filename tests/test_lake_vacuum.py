@@ -4,6 +4,7 @@ re-runs that would read a removed S_τ (and says which can still run), and the t
 the cut re-run to the same answers; Delta VACUUM deletes replaced files only."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -68,7 +69,8 @@ def test_keep_state_keeps_answers_and_refuses_only_reruns_below_the_cut(lake8, t
     assert "incomplete" not in out
     for args in (("run", "--from", "6", "--to", "8"), ("tick", "3")):
         rc, out, err = H(*args, "--executor", "local")
-        assert rc == 2 and "cannot be re-run" in err and "ticks from 7 on can be" in err, err
+        assert rc == 2 and "cannot run now: S_" in err and "re-run from tick 0" in err, err
+        assert "only ticks from 7 on" in err
     rc, out, err = H("run", "--from", "7", "--to", "10", "--executor", "local")
     assert rc == 0, err
     after = _answers(H, range(11))
@@ -79,7 +81,9 @@ def test_keep_state_keeps_answers_and_refuses_only_reruns_below_the_cut(lake8, t
     assert rc == 0 and "report of ticks 0..10" in out, out + err
 
 
-def test_late_facts_below_the_cut_say_they_cannot_be_rerun(lake8, tmp_path):
+def test_late_facts_below_the_cut_are_taken_by_a_rerun_from_tick_0(lake8, tmp_path):
+    """Facts are kept: a re-run from tick 0 computes every S_τ again, takes in the late
+    facts and answers as `hypo run` does; the next vacuum removes the old states again."""
     lake, H = _lake(lake8, tmp_path)
     assert H("vacuum", "--keep-state", "2", "--retain-hours", "0", "--force")[0] == 0
     late = tmp_path / "late.jsonl"
@@ -87,8 +91,31 @@ def test_late_facts_below_the_cut_say_they_cannot_be_rerun(lake8, tmp_path):
     assert H("ingest", str(late))[0] == 0
     rc, out, err = H("status")
     assert "late facts: tick 3: 1 row(s)" in out, out
-    assert "they cannot be re-run: S_2 was removed by `hypo lake vacuum`" in out, out
-    assert "ticks from 8 on can be re-run" in out
+    assert "S_2 was removed by `hypo lake vacuum`: re-run from tick 0 (`hypo lake run " \
+           "--from 0 --to 8`" in out, out
+    assert "ticks from 8 on can be re-run by themselves" in out
+    rc, out, err = H("run", "--from", "0", "--to", "8", "--executor", "local")
+    assert rc == 0, err
+    st = H("status")[1]
+    assert "late facts" not in st and "stale" not in st, st
+    merged = tmp_path / "all.jsonl"
+    merged.write_text(open(STREAM).read() + late.read_text())
+    rc, ref, err = hypo("run", PROGRAM, "--stream", str(merged), "--format", "jsonl", "--all",
+                        "--until", "8", "--no-skip")
+    assert rc == 0, err
+    want: dict = {}
+    for line in ref.splitlines():
+        o = json.loads(line)
+        if o["status"] != "none":
+            want.setdefault(o["tick"], []).append(o)
+    for t in range(9):
+        rc, got, err = H("answers", "--tick", str(t), "--status", "all")
+        got = [json.loads(x) for x in got.splitlines() if json.loads(x)["status"] != "none"]
+        key = lambda o: json.dumps(o, sort_keys=True)  # noqa: E731
+        assert sorted(got, key=key) == sorted(want.get(t, []), key=key), t
+    assert len(_state_ticks(lake)) == 9  # every S_τ again, until the next vacuum
+    assert "removed S_τ of 7 tick(s)" in H("vacuum", "--retain-hours", "0", "--force")[1]
+    assert _state_ticks(lake) == {"tick=7", "tick=8"}
 
 
 def test_vacuum_deletes_only_files_no_recent_version_needs(lake8, tmp_path):
@@ -226,7 +253,7 @@ def test_an_interrupted_vacuum_is_completed_by_the_next(lake8, tmp_path, monkeyp
     monkeypatch.setattr(retention.delta, "commit", real)
     assert len(_state_ticks(lake)) == 9  # nothing removed, but the cut is in force
     rc, out, err = H("run", "--from", "5", "--to", "8", "--executor", "local")
-    assert rc == 2 and "cannot be re-run" in err, err
+    assert rc == 2 and "cannot run now" in err, err
     rc, out, err = H("vacuum", "--retain-hours", "0", "--force")
     assert rc == 0 and "state: removed S_τ of 6 tick(s) before tick 6" in out, out
     assert _state_ticks(lake) == {"tick=6", "tick=7", "tick=8"}
