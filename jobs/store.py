@@ -201,22 +201,24 @@ class Lake:
     def ticks_log(self) -> "TicksLog":
         return TicksLog(delta.read_arrow(self.path("ticks"), "ticks", dt=self._ticks_table()))
 
+    def _log(self, log) -> "TicksLog":
+        """The ticks log given (read now if None; rows as dicts are taken too)."""
+        if log is None:
+            return self.ticks_log()
+        if isinstance(log, TicksLog):
+            return log
+        return TicksLog(pa.Table.from_pylist(list(log), schema=delta.arrow_schema("ticks")))
+
     def done(self, log=None) -> "Done":
         """tick -> the latest `done` row (the run whose results are the tick's)."""
-        log = self.ticks_log() if log is None else log
-        if isinstance(log, TicksLog):
-            return log.done()
-        return Done(pa.Table.from_pylist([r for r in log if r["phase"] == "done"],
-                                         schema=delta.arrow_schema("ticks")))
+        return self._log(log).done()
 
     def kept_from(self, kind: str, log=None) -> int:
         """The first tick whose partition the state or answers table still holds: `hypo
         lake vacuum --keep-state/--keep-answers` removed those of earlier ticks (0: none)."""
         key = "state_from" if kind == "state" else "answers_from"
-        log = self.ticks_log() if log is None else log
-        rows = log.vacuums() if isinstance(log, TicksLog) else \
-            [r for r in log if r["phase"] == "vacuum"]
-        return max([json.loads(r.get("counts") or "{}").get(key, 0) for r in rows] + [0])
+        return max([json.loads(r.get("counts") or "{}").get(key, 0)
+                    for r in self._log(log).vacuums()] + [0])
 
     def state_from(self, log=None) -> int:
         """The first tick whose S_τ the state table still holds (kept_from)."""
@@ -229,20 +231,15 @@ class Lake:
     def vacuumed_at(self, log=None) -> str:
         """When the last vacuum was logged ("" if never): a tick completed after it has its
         S_τ again, whatever the cut (a re-run from tick 0)."""
-        log = self.ticks_log() if log is None else log
-        rows = log.vacuums() if isinstance(log, TicksLog) else \
-            [r for r in log if r["phase"] == "vacuum"]
-        return max([r["ts"] for r in rows] + [""])
+        return max([r["ts"] for r in self._log(log).vacuums()] + [""])
 
     def last_tick(self, done: Optional[dict] = None) -> int:
         """The last tick of the contiguous run of completed ticks from 0, a skipped quiet
         stretch counting as completed (-1: none)."""
         done = self.done() if done is None else done
         starts = stretches(done)
-        if not starts and isinstance(done, Done):  # ticks in order: the first gap, in numpy
-            ticks = np.asarray(done._ticks, dtype=np.int64)
-            gap = np.flatnonzero(ticks != np.arange(len(ticks)))
-            return int(gap[0]) - 1 if len(gap) else len(ticks) - 1
+        if not starts and isinstance(done, Done):
+            return done.contiguous_last()
         t = -1
         while True:
             s = starts.get(t + 1)
@@ -355,6 +352,12 @@ class Done(Mapping):
 
     def values(self):
         return [r for _, r in self.items()]
+
+    def contiguous_last(self) -> int:
+        """The last tick of the run 0, 1, 2, … of completed ticks (-1: none), in numpy."""
+        ticks = np.asarray(self._ticks, dtype=np.int64)  # in order
+        gap = np.flatnonzero(ticks != np.arange(len(ticks)))
+        return int(gap[0]) - 1 if len(gap) else len(ticks) - 1
 
     def column(self, name: str) -> list:
         """One column of the rows, in tick order (as iteration)."""
