@@ -85,8 +85,9 @@ def fact_schema(n_args: int, window: bool = False) -> dict[str, str]:
 # ---------------------------------------------------------------- nogoods
 
 def encode_nogood(n: tuple) -> str:
-    """One nogood (tuple of (var index, value)) as a list element of the `ng` column."""
-    if len(n) == 1:
+    """One nogood (tuple of (var index, value)) as a list element of the `ng` column: `v:c`
+    for one string constant, else `*` and JSON (a time value stays an integer)."""
+    if len(n) == 1 and type(n[0][1]) is str:
         v, c = n[0]
         return f"{v}:{c}"
     return "*" + json.dumps([[v, c] for v, c in sorted(n)], ensure_ascii=False)
