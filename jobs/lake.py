@@ -497,11 +497,12 @@ def _atom_binding(L: Lake, atom: str) -> dict:
 
 def _covers(obj: dict, want: dict) -> bool:
     sub, exc = obj["substitution"], obj["excluded"]
+    floor = obj.get("time_from", {})
     for v, val in want.items():
         if v in sub:
             if sub[v] != val:
                 return False
-        elif val in exc.get(v, []):
+        elif val in exc.get(v, []) or (v in floor and val < floor[v]):
             return False
     for combo in obj.get("excluded_combinations", []):
         if all(v in want and want[v] == c for v, c in combo.items()):

@@ -488,6 +488,9 @@ class Engine:
         def definite_new(pred, t):
             return fresh.get((pred, t), ())
 
+        def heads_new(pred):
+            return [(h, t) for (p, t), hs in fresh.items() if p == pred for h in hs]
+
         for a in list(self.watch):
             if a not in self.answers:
                 continue
@@ -496,7 +499,8 @@ class Engine:
             pieces = self.exact.refine(tp, a.b, a.ev, a.ng, tau,
                                        arrived_all if new else arrived_new,
                                        ans.get if new else definite_new,
-                                       has_all if new else has_new)
+                                       has_all if new else has_new,
+                                       new, ans.of if new else heads_new)
             if pieces is None:
                 continue
             self.remove(a)

@@ -19,9 +19,17 @@ constraints of step 3 (regions.py), in three ways:
             time can still be created — by step 2 or by a fact's arrival (step 1(a));
             answers created later from existing ones inherit their nogoods.
 
+  past      a time variable V left unbound (several temporal variables, or evidence at a
+            constant time) covers only the future: the answer keeps the instances whose
+            positive hypotheses on V are all later than τ (V ≥ `time_floors`, printed as
+            `time_from`), and the instances whose hypothesis times reached τ are split off
+            as answers with V bound, refined like any other (arrived, run out, answered),
+            and printed with their own deadlines; a definite head at a future time is an
+            exclusion of V, dropped once V's floor passes it.
+
 Only answers with evidence that are not definite are refined (`watched`): pending answers
 of step 2 stay instances of their template (they are not printed unless --pending), and
-definite answers have no hypotheses.  A hypothesis whose time is unbound is not refined.
+definite answers have no hypotheses.
 Every exclusion only removes instances that no fact can make true any more, so step 3(c),
 which reads the covers of these answers, stays sound.  Both executors call this module.
 """
@@ -35,6 +43,7 @@ from .patterns import Binding, ETemplate
 from .regions import _bind
 
 Lookup = Callable[[str, int], Iterable[tuple]]  # (pred, t) -> args tuples
+HeadsLookup = Callable[[str], Iterable[tuple[tuple, int]]]  # pred -> (args, t) pairs
 
 
 def _vars(lp) -> set:
@@ -59,15 +68,30 @@ class Exactness:
         self.multi = [self.may_ng[tp.tid] and (
             any(len(_vars(tp.lits[i])) > 1 for i in self.lits[tp.tid])
             or len(self.head_vars[tp.tid]) > 1) for tp in templates]
+        # positive literals whose time is a variable, per template ("past")
+        self.tlits = [tuple(i for i in tp.pos if tp.lits[i].tvar is not None)
+                      for tp in templates]
+        self.may_ng = [m or (bool(self.tlits[tp.tid]) and len(tp.lits) > 1)
+                       for m, tp in zip(self.may_ng, templates)]
+        # a nogood on a time variable can arise (an integer value, in a `*` nogood on the
+        # columnar executor): the head's time is left unbound by some positive literal's
+        # evidence (answered heads of "past"), or a negated literal's time may be unbound
+        self.time_ng = [tp.head.tvar is not None and (
+            any(tp.lits[i].tvar != tp.head.tvar for i in tp.pos
+                if tp.lits[i].pred not in self.rigid)
+            or any(tp.lits[j].tvar not in (None, tp.head.tvar) for j in tp.neg))
+            for tp in templates]
         # per template: the variables whose being unbound makes a partition watched
         self._need = [frozenset().union(*[_vars(tp.lits[i]) for i in self.lits[tp.tid]],
-                                        self.head_vars[tp.tid]) for tp in templates]
+                                        self.head_vars[tp.tid],
+                                        {tp.lits[i].tvar for i in self.tlits[tp.tid]})
+                      for tp in templates]
 
     def horizons(self) -> dict[str, Optional[int]]:
         """H(p) per head predicate with answers that can wait (two literals or more): an answer
         of p with head time t is created (not derived from another) at tick t + H(p) at the
-        latest — step 2 at t, step 1(a) by an arrival at the latest t + offset + δ.  None:
-        unbounded (a literal whose time is not the head's time plus a constant)."""
+        latest — step 2 at t, step 1(a) by an arrival at the latest t + offset + δ, "past"
+        by the same bound.  None: unbounded (a head at a constant time)."""
         out: dict[str, Optional[int]] = {}
         by_head: dict[str, list] = {}
         for tp in self.templates:
@@ -85,9 +109,14 @@ class Exactness:
                 lp = tp.lits[i]
                 if lp.pred in self.rigid:
                     continue
-                if tp.head.tvar is None or lp.tvar != tp.head.tvar:
+                if tp.head.tvar is None:
                     h = None
                     break
+                if lp.tvar != tp.head.tvar:
+                    # its facts never bind the head's time: an answer they create has it
+                    # unbound, and its instances at a time t are split off ("past") by
+                    # t + (the head variable's literals' bound) at the latest
+                    continue
                 h = max(h, lp.toff - tp.head.toff + self.delays.max(lp.pred))
             if p in out and (out[p] is None or h is None):
                 out[p] = None
@@ -127,12 +156,15 @@ class Exactness:
     # ------------------------------------------------------------------ refine
 
     def refine(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
-               arrived: Lookup, definite: Lookup, has: Callable[[str, tuple, int], bool]
+               arrived: Lookup, definite: Lookup, has: Callable[[str, tuple, int], bool],
+               new: bool = True, heads: Optional[HeadsLookup] = None
                ) -> Optional[list[tuple[Binding, frozenset]]]:
         """The exact pieces (binding, nogoods) of the answer (b, ev, ng) at τ, or None if it
         is exact already.  `arrived`: facts to check (W ∪ D|τ for an answer new at τ, D|τ
         for an older one); `has`: membership in the same set; `definite`: ground heads
-        of definite answers (likewise)."""
+        of definite answers (likewise); `heads`: the same heads of a predicate at any time
+        (for a head whose time is unbound); `new`: the answer was created at τ."""
+        floors = time_floors(tp, b, ev, tau, self.tlits[tp.tid]) if self.tlits[tp.tid] else None
         add: set = set()
         for i in tp.pos:
             if i in ev:
@@ -158,16 +190,53 @@ class Exactness:
                 n = _nogood(b, tp.head.match(b, g, ht))
                 if n is not None:
                     add.add(n)
-        pieces = [(b, _with(ng, add) if add else ng)]
+        elif floors and heads is not None and tp.head.tvar in floors:
+            # a head at a future time already definite (another rule): V ≠ its time
+            lo = floors[tp.head.tvar] + tp.head.toff
+            for g, t in heads(tp.head.pred):
+                if t >= lo:
+                    n = _nogood(b, tp.head.match(b, g, t))
+                    if n is not None:
+                        add.add(n)
+        png = _with(ng, add) if add else ng
+        past: list = []
+        if floors:  # split with the nogoods below the floors, then drop them
+            past = self._past(tp, b, ev, png, tau, floors, arrived, definite, has, new, heads)
+            png = _past_pruned(png, floors)
+        pieces = [(b, png)]
         for i in self.lits[tp.tid]:
             if i not in ev and tp.lits[i].pred in self.delays.patterns:
                 nxt = []
-                for pb, png in pieces:
-                    nxt.extend(self._run_out(tp.lits[i], pb, png, tau))
+                for pb, pn in pieces:
+                    nxt.extend(self._run_out(tp.lits[i], pb, pn, tau))
                 pieces = nxt
-        if len(pieces) == 1 and pieces[0] == (b, ng):
+        if not past and len(pieces) == 1 and pieces[0] == (b, ng):
             return None
-        return pieces
+        return pieces + past
+
+    def _past(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
+              floors: dict, arrived: Lookup, definite: Lookup, has, new: bool,
+              heads: Optional[HeadsLookup]) -> list:
+        """The instances of an answer with unbound time variables that leave it at τ
+        ("past"): per variable V, the values below its floor that are not yet split off —
+        all that can still be live for an answer new at τ, else the one value the floor
+        passed since τ - 1 — each refined as an answer of its own (exact pieces)."""
+        out: list = []
+        nat = natural_bounds(tp)
+        for v, f in sorted(floors.items()):
+            if new:
+                lo = max(tau + 1 - self.delays.atom(tp.lits[i].pred, tp.lits[i].instantiate(b)[0])
+                         - tp.lits[i].toff
+                         for i in self.tlits[tp.tid] if i not in ev and tp.lits[i].tvar == v)
+            else:
+                lo = f - 1
+            for c in range(max(lo, nat.get(v, 0)), f):
+                got = _bind(b, ng, ((v, c),))
+                if got is None:
+                    continue
+                sub = self.refine(tp, got[0], ev, got[1], tau, arrived, definite, has, new, heads)
+                out.extend([got] if sub is None else sub)
+        return out
 
     def _run_out(self, lp, b: Binding, ng: frozenset, tau: int) -> list:
         """The instances of positive hypothesis lp (under b) still future-possible at τ by
@@ -228,6 +297,10 @@ class Answered:
         for key in [k for k in self.heads if self.until(*k) < tau]:
             del self.heads[key]
 
+    def of(self, pred: str) -> list[tuple[tuple, int]]:
+        """(args, t) of the remembered heads of a predicate, at any time."""
+        return [(a, t) for (p, t), s in self.heads.items() if p == pred for a in s]
+
     def items(self) -> list[tuple]:
         """(pred, args, t, until) of every remembered head (the lake's state rows)."""
         return [(p, a, t, self.until(p, t)) for (p, t), s in sorted(self.heads.items())
@@ -237,6 +310,53 @@ class Answered:
         self.heads = {}
         for p, a, t in items:
             self.add(p, tuple(a), t)
+
+
+def natural_bounds(tp: ETemplate) -> dict[int, int]:
+    """Per time variable V of a template, the least value that keeps every time term V + k
+    natural (and above pre-processing's bounds, 002 Example 13's "invalid timestamps")."""
+    out: dict[int, int] = {}
+    for lp in (tp.head,) + tp.lits:
+        if lp.tvar is not None:
+            out[lp.tvar] = max(out.get(lp.tvar, -lp.toff), -lp.toff)
+    for v, k in tp.time_min:
+        out[v] = max(out.get(v, k), k)
+    return out
+
+
+def time_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int,
+                tlits: Optional[Iterable[int]] = None) -> dict[int, int]:
+    """Per unbound time variable V of a positive hypothesis, its floor at τ: the least value
+    for which every positive hypothesis on V is later than τ (max of τ + 1 - k over V + k);
+    the instances below it are split off ("past"), so a watched answer covers V ≥ floor."""
+    out: dict[int, int] = {}
+    for i in (tp.pos if tlits is None else tlits):
+        lp = tp.lits[i]
+        v = lp.tvar
+        if v is None or i in ev or b[v] is not None:
+            continue
+        f = tau + 1 - lp.toff
+        if out.get(v, f) <= f:
+            out[v] = f
+    return out
+
+
+def printed_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int) -> dict[int, int]:
+    """The floors of a hypothetical answer that remove instances (above the natural bound):
+    the `time_from` of its printed object."""
+    fl = time_floors(tp, b, ev, tau)
+    if not fl:
+        return fl
+    nat = natural_bounds(tp)
+    return {v: f for v, f in fl.items() if f > nat.get(v, 0)}
+
+
+def _past_pruned(ng: frozenset, floors: dict) -> frozenset:
+    """ng without the nogoods that exclude only values below a floor (already split off)."""
+    if not ng:
+        return ng
+    drop = [n for n in ng if any(v in floors and type(c) is int and c < floors[v] for v, c in n)]
+    return ng.difference(drop) if drop else ng
 
 
 def _nogood(b: Binding, nb: Optional[Binding]) -> Optional[tuple]:

@@ -9,6 +9,7 @@ import json
 from typing import Any, Optional
 
 from .engine import Answer, Engine
+from .exact import printed_floors
 from .periodic import TimeDomain
 from .regions import cover_of
 
@@ -168,7 +169,8 @@ def format_atom_answer(obj: dict) -> str:
         tv = q.time.var
         parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
     s = f"{q.pred}({', '.join(parts)})"
-    conds = [f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items()]
+    conds = [f"{v} ≥ {f}" for v, f in obj.get("time_from", {}).items()]
+    conds += [f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items()]
     conds += [TimeDomain.from_json(j).text(v) for v, j in sorted(obj.get("periodic", {}).items())]
     if conds:
         s += " for " + ", ".join(conds)
@@ -233,6 +235,11 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
     }
     if combos:
         out["excluded_combinations"] = combos
+    if st == HYPOTHETICAL and tp.time_vars:
+        fl = printed_floors(tp, b, a.ev, tick)
+        if fl:
+            name_of = printed_name(tp)
+            out["time_from"] = {name_of(v): f for v, f in sorted(fl.items())}
     per = periodic_constraints(tp, b)
     if per:
         out["periodic"] = per

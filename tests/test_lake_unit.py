@@ -792,3 +792,33 @@ def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path, m
         fh.truncate(20)
     with pytest.raises(LakeDamaged, match="00000071-start"):
         Lake(lake).ticks_log()
+
+
+# ------------------------------------------------------------------ unbound time variables
+ALARM = """#query Alarm(X, T).
+#delay A = 2.
+#delay B = 2.
+Alarm(X, T) :- A(X, T), B(X, T2).
+"""
+
+
+def test_unbound_time_variable_lake_equals_run_and_history(tmp_path):
+    """exact.py "past" in the lake: every tick equals `hypo run` (the answers for T ≥ τ+1
+    and the split-off instances), state rows included; history follows Alarm(d1, 1) from the
+    schematic answer (T ≥ 1) to its own answer, refuted when A(d1, 1) can no longer
+    arrive, and Alarm(d1, 3) to its confirmation."""
+    from jobs import lake as api
+
+    program = write_program(tmp_path, ALARM)
+    stream = os.path.join(str(tmp_path), "s.jsonl")
+    with open(stream, "w", encoding="utf-8") as fh:
+        fh.write('{"tick": 0, "fact": "B(d1, 0)"}\n{"tick": 3, "fact": "A(d1, 3)"}\n')
+    lake = str(tmp_path / "lake")
+    check_lake_equals_run(lake, program, stream, "Alarm(X, T)")
+    ev = api.history(lake, "Alarm(d1, 1)")
+    assert [(e["tick"], e["status"], e["exact"]) for e in ev] == [
+        (0, "hypothetical", False), (1, "hypothetical", True), (2, "hypothetical", True),
+        (3, "refuted", False)]
+    ev = api.history(lake, "Alarm(d1, 3)")
+    assert [(e["tick"], e["status"]) for e in ev][-1] == (3, "definite")
+    assert all(not e["exact"] for e in ev[:-1])  # `Alarm(d1, T) for T ≥ …` covered it

@@ -108,7 +108,8 @@ class ColumnarEngine:
                        for tp in self.templates]
         self.multi_possible = any(len(n) > 1 for tp in self.templates for n in tp.nogoods) or \
             any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
-                for tp in self.templates for j in tp.neg) or any(self.exact.multi)
+                for tp in self.templates for j in tp.neg) or any(self.exact.multi) or \
+            any(self.exact.time_ng)
         self.stats = {"fallback_refs": 0}
 
     # ================================================================== expressions

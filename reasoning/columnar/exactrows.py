@@ -138,6 +138,14 @@ class ExactPass:
             return self._heads.get((pred, t), ())
         return self.eng.answered.get(pred, t)
 
+    def heads_any(self, pred: str) -> list:
+        """(args, t) of the remembered definite heads of a predicate, at any time."""
+        return self.eng.answered.of(pred)
+
+    def fresh_heads_any(self, pred: str) -> list:
+        """(args, t) of the heads of a predicate definite at τ, at any time."""
+        return [(a, t) for (p, t), hs in self._heads.items() if p == pred for a in hs]
+
     def run(self) -> None:
         eng = self.eng
         B = eng.B
@@ -167,7 +175,8 @@ class ExactPass:
                         tp, a.b, a.ev, a.ng, tau,
                         lambda p, t, fresh=fresh: self.facts(not fresh, p, t),
                         lambda p, t, fresh=fresh: self.heads(not fresh, p, t),
-                        lambda p, args, t, fresh=fresh: args in self.fact_set(not fresh, p, t))
+                        lambda p, args, t, fresh=fresh: args in self.fact_set(not fresh, p, t),
+                        fresh, self.heads_any if fresh else self.fresh_heads_any)
                     if pieces is None:
                         continue
                     changed.append(r)

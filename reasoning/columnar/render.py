@@ -411,7 +411,7 @@ class Renderer:
             if k in shown and not pending and k in as_l:
                 df = B.filter(df, B.col("ev") != B.lit(0, INT))
             if k in shown and not B.is_empty(df):
-                if cache and not self._periodic_open(k, P):
+                if cache and not self._time_constrained(k, P):
                     df, got = self._render_cached(k, P, df, tau, kept)
                     if got is not None:
                         parts.append(got)
@@ -424,9 +424,13 @@ class Renderer:
             return None
         return B.unique(B.concat(parts), ["skey"])
 
-    def _periodic_open(self, k: int, P) -> bool:
-        """Rows of pattern P leave a variable constrained by periodic facts unbound."""
-        return any(v not in P for v, _ in self.eng.templates[k].periodic)
+    def _time_constrained(self, k: int, P) -> bool:
+        """Rows of pattern P print time constraints (the object builder renders them): they
+        leave a variable constrained by periodic facts unbound, or the time variable of a
+        positive literal (its floor, exact.py "past")."""
+        tp = self.eng.templates[k]
+        return any(v not in P for v, _ in tp.periodic) or any(
+            tp.lits[i].tvar is not None and tp.lits[i].tvar not in P for i in tp.pos)
 
     def _columns_only(self) -> bool:
         """Rendering for `hypo run` on Polars: the in-process shortcuts (_render_cached,
@@ -513,7 +517,7 @@ class Renderer:
         tp = eng.templates[k]
         lay = eng.layouts[k]
         full = lay.full_mask
-        if self._periodic_open(k, P):  # prints its time constraint: the object builder
+        if self._time_constrained(k, P):  # prints its time constraint: the object builder
             return [self._render_python(k, P, df, tau)]
         has_ng = eng.may_ng[k] and (not B.cheap_checks or B.any_nonempty_list(df, "ng"))
         out = []
