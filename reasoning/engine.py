@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional
 
 from .compiler import CompiledProgram
-from .exact import Answered, Exactness
+from .exact import Answered, Exactness, heads_of
 from .gcpause import frozen_survivors
 from .patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
 from .regions import TRUE, cover_of, partition
@@ -489,7 +489,7 @@ class Engine:
             return fresh.get((pred, t), ())
 
         def heads_new(pred):
-            return [(h, t) for (p, t), hs in fresh.items() if p == pred for h in hs]
+            return heads_of(fresh, pred)
 
         for a in list(self.watch):
             if a not in self.answers:

@@ -299,7 +299,7 @@ class Answered:
 
     def of(self, pred: str) -> list[tuple[tuple, int]]:
         """(args, t) of the remembered heads of a predicate, at any time."""
-        return [(a, t) for (p, t), s in self.heads.items() if p == pred for a in s]
+        return heads_of(self.heads, pred)
 
     def items(self) -> list[tuple]:
         """(pred, args, t, until) of every remembered head (the lake's state rows)."""
@@ -310,6 +310,11 @@ class Answered:
         self.heads = {}
         for p, a, t in items:
             self.add(p, tuple(a), t)
+
+
+def heads_of(heads: dict, pred: str) -> list[tuple[tuple, int]]:
+    """(args, t) of the heads of a predicate in a map {(pred, t): [args, …]}, at any time."""
+    return [(a, t) for (p, t), s in heads.items() if p == pred for a in s]
 
 
 def natural_bounds(tp: ETemplate) -> dict[int, int]:

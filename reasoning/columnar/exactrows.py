@@ -4,6 +4,7 @@ statically; their rows with evidence and not definite (few: the survivors of loc
 are refined by exact.py itself, so both executors give the same S_τ."""
 from __future__ import annotations
 
+from ..exact import heads_of
 from .fallback import answer_rows
 from .layout import INT, OBJ, acol, row_to_answer, vcol
 
@@ -144,7 +145,7 @@ class ExactPass:
 
     def fresh_heads_any(self, pred: str) -> list:
         """(args, t) of the heads of a predicate definite at τ, at any time."""
-        return [(a, t) for (p, t), hs in self._heads.items() if p == pred for a in hs]
+        return heads_of(self._heads, pred)
 
     def run(self) -> None:
         eng = self.eng
