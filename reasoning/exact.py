@@ -54,25 +54,24 @@ class Exactness:
     """The static facts of exact refinement for a program's templates, and `refine`."""
 
     def __init__(self, templates: tuple[ETemplate, ...], delays: Delays,
-                 rigid: Iterable[str] = ()):
+                 rigid: Iterable[str] = (), past: bool = True):
         self.templates = templates
         self.delays = delays
         self.rigid = frozenset(rigid)
         # positive literals with object variables, per template
         self.lits = [tuple(i for i in tp.pos if _vars(tp.lits[i])) for tp in templates]
         self.head_vars = [frozenset(_vars(tp.head)) for tp in templates]
+        # positive literals whose time is a variable, per template ("past"; past=False:
+        # Algorithm 1 without it, the baseline of tests/test_exact.py)
+        self.tlits = [tuple(i for i in tp.pos if tp.lits[i].tvar is not None) if past else ()
+                      for tp in templates]
         # an answer with evidence that is not definite needs two literals
-        self.may_ng = [bool(self.lits[tp.tid] or self.head_vars[tp.tid]) and len(tp.lits) > 1
-                       for tp in templates]
+        self.may_ng = [bool(self.lits[tp.tid] or self.head_vars[tp.tid] or self.tlits[tp.tid])
+                       and len(tp.lits) > 1 for tp in templates]
         # a nogood on several variables can arise (a literal or head with two variables)
-        self.multi = [self.may_ng[tp.tid] and (
+        self.multi = [len(tp.lits) > 1 and (
             any(len(_vars(tp.lits[i])) > 1 for i in self.lits[tp.tid])
             or len(self.head_vars[tp.tid]) > 1) for tp in templates]
-        # positive literals whose time is a variable, per template ("past")
-        self.tlits = [tuple(i for i in tp.pos if tp.lits[i].tvar is not None)
-                      for tp in templates]
-        self.may_ng = [m or (bool(self.tlits[tp.tid]) and len(tp.lits) > 1)
-                       for m, tp in zip(self.may_ng, templates)]
         # a nogood on a time variable can arise (an integer value, in a `*` nogood on the
         # columnar executor): the head's time is left unbound by some positive literal's
         # evidence (answered heads of "past"), or a negated literal's time may be unbound

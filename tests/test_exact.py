@@ -214,15 +214,8 @@ def test_printed_hypothetical_answers_are_exact(engine, multi_time):
 def _without_past(eng) -> None:
     """The engine as it was before exact.py's "past": unbound time variables never split."""
     ex = eng.exact
-    ex.tlits = [()] * len(ex.tlits)
-    fresh = type(ex)(ex.templates, ex.delays, ex.rigid)
-    fresh.tlits = ex.tlits
-    ex.may_ng = [bool(fresh.lits[tp.tid] or fresh.head_vars[tp.tid]) and len(tp.lits) > 1
-                 for tp in ex.templates]
-    ex._need = [frozenset().union(*[{x for isvar, x in tp.lits[i].args if isvar}
-                                    for i in fresh.lits[tp.tid]], fresh.head_vars[tp.tid])
-                for tp in ex.templates]
-    eng._track = [m or c for m, c in zip(ex.may_ng, eng._born_check)]
+    eng.exact = type(ex)(ex.templates, ex.delays, ex.rigid, past=False)
+    eng._track = [m or c for m, c in zip(eng.exact.may_ng, eng._born_check)]
 
 
 def _ground_instances(sess, cp, tau, arrived, definite, valid_only):
