@@ -291,6 +291,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return 0 if r["ok"] else 1
     if args.cmd == "vacuum":
         from .retention import RETAIN_HOURS, vacuum
+        from .store import rerun_scope
 
         h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
         r = vacuum(lake, args.keep_state, h, args.dry_run, args.force, args.keep_answers)
@@ -304,8 +305,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             if keep is None and not k["removed_partitions"]:
                 continue  # (an interrupted vacuum's leftovers are removed, and said)
             if k["removed_partitions"]:
-                after = (f"ticks from {k['from'] + 1} on can be re-run by themselves, "
-                         f"earlier ones with a re-run from tick 0" if kind == "state" else
+                after = (rerun_scope(k["from"]) if kind == "state" else
                          f"answers, history and report start at tick {k['from']}")
                 out.write(f"{kind}: {verb} {what} of {k['removed_partitions']} tick(s) before "
                           f"tick {k['from']} ({k['removed_rows']} rows); {after}\n")
@@ -322,7 +322,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         out.write(r["message"] + "\n")
         return 0
     if args.cmd == "status":
-        from .store import rerun_advice, rerunnable
+        from .store import rerun_advice, rerun_scope, rerunnable
 
         s = api.lake_status(lake)
         if args.format == "json":
@@ -357,8 +357,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                       f"--keep-answers`)")
         if s.get("state_from"):
             out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
-                      f"--keep-state`): ticks from {s['state_from'] + 1} on can be re-run by "
-                      f"themselves, earlier ones with a re-run from tick 0")
+                      f"--keep-state`): " + rerun_scope(s["state_from"]))
         out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
         out.write("  rows (every partition tick=τ): " + ", ".join(
             f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")

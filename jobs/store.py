@@ -383,6 +383,12 @@ def rerunnable(tick: int, state_from: int) -> bool:
     return tick == 0 or tick - 1 >= state_from
 
 
+def rerun_scope(state_from: int) -> str:
+    """Which ticks can be re-run once the lake keeps S_τ from tick state_from on."""
+    return (f"ticks from {state_from + 1} on can be re-run by themselves, earlier ones with a "
+            f"re-run from tick 0")
+
+
 def rerun_advice(tick: int, state_from: int, last: Optional[int] = None) -> str:
     """What to run to re-run tick τ when rerunnable() says it cannot run by itself."""
     to = max(tick, last if last is not None else tick)
