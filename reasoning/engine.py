@@ -108,6 +108,9 @@ class Engine:
         self._track = [m or c for m, c in zip(self.exact.may_ng, self._born_check)]
         self.watch: set[Answer] = set()  # answers exact refinement may change (exact.py)
         self._born: set[Answer] = set()  # watched answers added this tick
+        self._seeded: set[Answer] = set()  # answers of step 1(a) this tick (exact.nlits)
+        self.watch_t: set[Answer] = set()  # watched answers with an unbound time variable
+        self._time_split = any(self.exact.flits)  # some answer may have a time floor
 
     # ------------------------------------------------------------------ δ, future-possible
 
@@ -166,6 +169,8 @@ class Engine:
             if self.exact.watched(tp, a.b, a.ev):
                 self.watch.add(a)
                 self._born.add(a)
+                if self.exact.unbound_time(tp, a.b, a.ev):
+                    self.watch_t.add(a)
             elif ht is not None and None not in hargs and self._born_check[a.tid]:
                 self._born.add(a)  # checked once (exact.py): answered, or fact arrived
         return True
@@ -177,6 +182,7 @@ class Engine:
         self.answers.discard(a)
         self.fresh_definite.discard(a)
         self.watch.discard(a)
+        self.watch_t.discard(a)
         self._born.discard(a)
         for index, key in self._entries.pop(a):
             s = index.get(key)
@@ -319,6 +325,7 @@ class Engine:
         rep = TickReport(tau)
         self.fresh_definite = set()
         self._born = set()
+        self._seeded = set()
         slice_: dict = defaultdict(set)  # (pred, t) -> args: D|τ
         slice_p: dict = defaultdict(list)  # pred -> [(args, t)]
         dt: list[Fact] = []
@@ -413,12 +420,16 @@ class Engine:
                     na = self._finish(tp, b, ev, tp.nogoods, tau)
                     if na is not None:
                         new.add(na)
+                        if self.exact.nlits[tp.tid]:
+                            self._seeded.add(na)
         for a in new:
             self.add(a, tau)
         self._info.clear()
         # step 2: answers for every query at T := τ (so absence later means refutation)
         for tp in self.templates:
             self._step2(tp, tau, in_both)
+        # exact instances: split off the past instances of unbound time variables (exact.py)
+        self._split_first(tau, slice_)
         # step 3: negated hypotheses, in the topological order of the p_t
         self._step3(tau)
         # exact instances of the waiting answers (exact.py)
@@ -441,6 +452,46 @@ class Engine:
             self._forget(tau)
         rep.state_size = len(self.answers)
         return rep
+
+    def _split_first(self, tau: int, slice_: dict) -> None:
+        """"Past" before step 3 (exact.py): a watched answer with a fact as evidence and a
+        hypothesis whose time variable is unbound is split at its floors now, so that step 3
+        decides the negations of the instances whose time has come in this very tick, and
+        reads the floors of the answers it consults at τ; the answers so made (and those
+        step 3 derives from them) are not split again at τ."""
+        if not self.watch_t:
+            return
+        ex = self.exact
+        fresh: dict = defaultdict(list)
+        for d in self.fresh_definite:
+            tp = self.templates[d.tid]
+            if tp.head.pred in self.answered.horizons:
+                hargs, ht = tp.head.instantiate(d.b)
+                if ht is not None and None not in hargs:
+                    fresh[(tp.head.pred, ht)].append(hargs)
+        ans = self.answered
+        lk = _Lookups(slice_, self.window)
+        for a in list(self.watch_t):
+            if a not in self.answers:
+                continue
+            tp = self.templates[a.tid]
+            if not ex.splits_first(tp, a.ev):
+                continue  # made watched by step 3 only: split after it (`_exact`)
+            new = a in self._born
+            pieces = ex.refine(tp, a.b, a.ev, a.ng, tau,
+                               lk.arrived_all if new else lk.arrived_new,
+                               ans.get if new else (lambda p, t: fresh.get((p, t), ())),
+                               lk.has_all if new else lk.has_new, new,
+                               ans.of if new else (lambda p: heads_of(fresh, p)),
+                               True, a in self._seeded)
+            if pieces is None:
+                continue
+            self.remove(a)
+            for b, ng in pieces:
+                na = self._finish(tp, b, a.ev, ng, tau)
+                if na is not None:
+                    self.add(na, tau)
+        self._info.clear()
 
     def _exact(self, tau: int, slice_: dict) -> None:
         """Restrict every watched answer to its exact instances (exact.py): an answer new
@@ -465,22 +516,11 @@ class Engine:
                 for o in list(self.head_ground.get((pred, hargs, ht), ())):
                     if o.ev and not self.is_definite(o):
                         self.remove(o)
-        def arrived_new(pred, t):
-            return slice_.get((pred, t), ())
-
-        def arrived_all(pred, t):
-            return list(slice_.get((pred, t), ())) + list(self.window.get((pred, t), ()))
-
-        def has_new(pred, args, t):
-            return args in slice_.get((pred, t), ())
-
-        def has_all(pred, args, t):
-            return args in slice_.get((pred, t), ()) or args in self.window.get((pred, t), ())
-
+        lk = _Lookups(slice_, self.window)
         for a in self._born - self.watch:
             # a ground answer new at τ: already answered, or waiting for an arrived fact
-            if self.exact.refine(self.templates[a.tid], a.b, a.ev, a.ng, tau, arrived_all,
-                                 ans.get, has_all) == []:
+            if self.exact.refine(self.templates[a.tid], a.b, a.ev, a.ng, tau, lk.arrived_all,
+                                 ans.get, lk.has_all) == []:
                 self.remove(a)
         if not self.watch:
             return
@@ -496,11 +536,13 @@ class Engine:
                 continue
             tp = self.templates[a.tid]
             new = a in self._born
+            # split before step 3 already (`_split_first`): answers with a fact as evidence
+            split = not self.exact.splits_first(tp, a.ev)
             pieces = self.exact.refine(tp, a.b, a.ev, a.ng, tau,
-                                       arrived_all if new else arrived_new,
+                                       lk.arrived_all if new else lk.arrived_new,
                                        ans.get if new else definite_new,
-                                       has_all if new else has_new,
-                                       new, ans.of if new else heads_new)
+                                       lk.has_all if new else lk.has_new,
+                                       new, ans.of if new else heads_new, split)
             if pieces is None:
                 continue
             self.remove(a)
@@ -595,6 +637,9 @@ class Engine:
                         nxt.append((b, ng, ev))
                         continue
                     L = self._L_for(pred, t, hargs)
+                    if self._time_split and (pred, None) in self.head_schematic:
+                        L = [l for l in L if not self.exact.split_below(
+                            self.templates[l.tid], l.b, l.ev, t, tau, l in self._born)]
                     parts = self._step3b(lp, b, ng, ev, L)
                     if t > tau:
                         nxt.extend(parts)
@@ -701,3 +746,22 @@ class Engine:
                 s.discard(f.args)
                 if not s:
                     del self.window[(f.pred, f.time)]
+
+
+class _Lookups:
+    """The facts exact refinement reads at τ: D|τ (`*_new`) or W ∪ D|τ (`*_all`)."""
+
+    def __init__(self, slice_: dict, window: dict):
+        self.slice, self.window = slice_, window
+
+    def arrived_new(self, pred: str, t: int):
+        return self.slice.get((pred, t), ())
+
+    def arrived_all(self, pred: str, t: int) -> list:
+        return list(self.slice.get((pred, t), ())) + list(self.window.get((pred, t), ()))
+
+    def has_new(self, pred: str, args: tuple, t: int) -> bool:
+        return args in self.slice.get((pred, t), ())
+
+    def has_all(self, pred: str, args: tuple, t: int) -> bool:
+        return args in self.slice.get((pred, t), ()) or args in self.window.get((pred, t), ())

@@ -21,11 +21,18 @@ constraints of step 3 (regions.py), in three ways:
 
   past      a time variable V left unbound (several temporal variables, or evidence at a
             constant time) covers only the future: the answer keeps the instances whose
-            positive hypotheses on V are all later than τ (V ≥ `time_floors`, printed as
-            `time_from`), and the instances whose hypothesis times reached τ are split off
-            as answers with V bound, refined like any other (arrived, run out, answered),
-            and printed with their own deadlines; a definite head at a future time is an
-            exclusion of V, dropped once V's floor passes it.
+            hypotheses on V, positive or negated, are all later than τ (V ≥ `time_floors`,
+            printed as `time_from`), and the instances whose hypothesis times reached τ are
+            split off as answers with V bound, refined like any other (arrived, run out,
+            answered), and printed with their own deadlines; a definite head at a future
+            time is an exclusion of V, dropped once V's floor passes it.  An answer with a
+            fact as evidence is split before step 3 (`splits_first`), so that step 3
+            decides the negated hypotheses of its split instances in the same tick, and
+            an answer with its head time unbound proves, at step 3, only the head times
+            above its floor (`split_below`).  The values split off are those that can still
+            matter: for an answer new at τ, those whose positive hypotheses on V can still
+            arrive, or — V only under negation — every value, if step 1(a) made the answer
+            from a fact of D|τ; else the one value the floor passed since τ - 1.
 
 Only answers with evidence that are not definite are refined (`watched`): pending answers
 of step 2 stay instances of their template (they are not printed unless --pending), and
@@ -65,8 +72,14 @@ class Exactness:
         # Algorithm 1 without it, the baseline of tests/test_exact.py)
         self.tlits = [tuple(i for i in tp.pos if tp.lits[i].tvar is not None) if past else ()
                       for tp in templates]
+        # negated literals whose time is a variable: their instances at times ≤ τ are split
+        # off too, and step 3 decides them
+        self.nlits = [tuple(j for j in tp.neg if tp.lits[j].tvar is not None) if past else ()
+                      for tp in templates]
+        # the literals whose time bounds a floor (time_floors), per template
+        self.flits = [t + n for t, n in zip(self.tlits, self.nlits)]
         # an answer with evidence that is not definite needs two literals
-        self.may_ng = [bool(self.lits[tp.tid] or self.head_vars[tp.tid] or self.tlits[tp.tid])
+        self.may_ng = [bool(self.lits[tp.tid] or self.head_vars[tp.tid] or self.flits[tp.tid])
                        and len(tp.lits) > 1 for tp in templates]
         # a nogood on several variables can arise (a literal or head with two variables)
         self.multi = [len(tp.lits) > 1 and (
@@ -83,7 +96,7 @@ class Exactness:
         # per template: the variables whose being unbound makes a partition watched
         self._need = [frozenset().union(*[_vars(tp.lits[i]) for i in self.lits[tp.tid]],
                                         self.head_vars[tp.tid],
-                                        {tp.lits[i].tvar for i in self.tlits[tp.tid]})
+                                        {tp.lits[i].tvar for i in self.flits[tp.tid]})
                       for tp in templates]
 
     def horizons(self) -> dict[str, Optional[int]]:
@@ -152,18 +165,49 @@ class Exactness:
             return False
         return any(b[x] is None for x in self._need[tp.tid])
 
+    def split_below(self, tp: ETemplate, b: Binding, ev: frozenset, t: int, tau: int,
+                    born_now: bool) -> bool:
+        """Is the instance at time t of an answer's head (time unbound) split off at step 3
+        of τ — below the answer's floor ("past"), so the answer no longer proves it?  Floors
+        at τ for an answer split before step 3 (`splits_first`), at τ - 1 for an older one
+        split after it, none for one made at τ by step 3 and not yet split."""
+        v = tp.head.tvar
+        if v is None or b[v] is not None or not ev:
+            return False
+        if self.splits_first(tp, ev):
+            at = tau
+        elif born_now:
+            return False
+        else:
+            at = tau - 1
+        f = time_floors(tp, b, ev, at, self.flits[tp.tid]).get(v)
+        return f is not None and t < f + tp.head.toff
+
+    def splits_first(self, tp: ETemplate, ev: frozenset) -> bool:
+        """Is an answer (evidence ev) split before step 3 — a fact among its evidence: it
+        was watched before step 3, so step 3 decides the negations of its past instances
+        and reads its floors at τ — rather than after it (made watched by step 3)?"""
+        return bool(self.flits[tp.tid]) and any(tp.lits[i].positive for i in ev)
+
+    def unbound_time(self, tp: ETemplate, b: Binding, ev: frozenset) -> bool:
+        """Has an answer a hypothesis whose time variable is unbound (it may have floors)?"""
+        return any(b[tp.lits[i].tvar] is None for i in self.flits[tp.tid] if i not in ev)
+
     # ------------------------------------------------------------------ refine
 
     def refine(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
                arrived: Lookup, definite: Lookup, has: Callable[[str, tuple, int], bool],
-               new: bool = True, heads: Optional[HeadsLookup] = None
-               ) -> Optional[list[tuple[Binding, frozenset]]]:
+               new: bool = True, heads: Optional[HeadsLookup] = None, split: bool = True,
+               seeded: bool = False) -> Optional[list[tuple[Binding, frozenset]]]:
         """The exact pieces (binding, nogoods) of the answer (b, ev, ng) at τ, or None if it
         is exact already.  `arrived`: facts to check (W ∪ D|τ for an answer new at τ, D|τ
         for an older one); `has`: membership in the same set; `definite`: ground heads
         of definite answers (likewise); `heads`: the same heads of a predicate at any time
-        (for a head whose time is unbound); `new`: the answer was created at τ."""
-        floors = time_floors(tp, b, ev, tau, self.tlits[tp.tid]) if self.tlits[tp.tid] else None
+        (for a head whose time is unbound); `new`: the answer was created at τ; `seeded`:
+        by step 1(a), from a fact of D|τ; `split`: split off the instances below the floors
+        ("past"; False: done already at τ, before step 3)."""
+        fl = self.flits[tp.tid]
+        floors = time_floors(tp, b, ev, tau, fl) if fl else None
         add: set = set()
         for i in tp.pos:
             if i in ev:
@@ -200,7 +244,9 @@ class Exactness:
         png = _with(ng, add) if add else ng
         past: list = []
         if floors:  # split with the nogoods below the floors, then drop them
-            past = self._past(tp, b, ev, png, tau, floors, arrived, definite, has, new, heads)
+            if split:
+                past = self._past(tp, b, ev, png, tau, floors, arrived, definite, has, new,
+                                  heads, seeded)
             png = _past_pruned(png, floors)
         pieces = [(b, png)]
         for i in self.lits[tp.tid]:
@@ -215,25 +261,31 @@ class Exactness:
 
     def _past(self, tp: ETemplate, b: Binding, ev: frozenset, ng: frozenset, tau: int,
               floors: dict, arrived: Lookup, definite: Lookup, has, new: bool,
-              heads: Optional[HeadsLookup]) -> list:
+              heads: Optional[HeadsLookup], seeded: bool) -> list:
         """The instances of an answer with unbound time variables that leave it at τ
         ("past"): per variable V, the values below its floor that are not yet split off —
-        all that can still be live for an answer new at τ, else the one value the floor
-        passed since τ - 1 — each refined as an answer of its own (exact pieces)."""
+        for an answer new at τ all that can still be live (a positive hypothesis on V still
+        future-possible; with only negated ones on V, every value if step 1(a) made the
+        answer from a fact of D|τ), else the one value the floor passed since τ - 1 — each
+        refined as an answer of its own (exact pieces; step 3 decides their negations)."""
         out: list = []
         nat = natural_bounds(tp)
         for v, f in sorted(floors.items()):
+            lo = f - 1
             if new:
-                lo = max(tau + 1 - self.delays.atom(tp.lits[i].pred, tp.lits[i].instantiate(b)[0])
-                         - tp.lits[i].toff
-                         for i in self.tlits[tp.tid] if i not in ev and tp.lits[i].tvar == v)
-            else:
-                lo = f - 1
+                pos = [tau + 1 - self.delays.atom(tp.lits[i].pred, tp.lits[i].instantiate(b)[0])
+                       - tp.lits[i].toff
+                       for i in self.tlits[tp.tid] if i not in ev and tp.lits[i].tvar == v]
+                if pos:
+                    lo = max(pos)
+                elif seeded:
+                    lo = nat.get(v, 0)
             for c in range(max(lo, nat.get(v, 0)), f):
                 got = _bind(b, ng, ((v, c),))
                 if got is None:
                     continue
-                sub = self.refine(tp, got[0], ev, got[1], tau, arrived, definite, has, new, heads)
+                sub = self.refine(tp, got[0], ev, got[1], tau, arrived, definite, has, new,
+                                  heads, True, seeded)
                 out.extend([got] if sub is None else sub)
         return out
 
@@ -329,12 +381,13 @@ def natural_bounds(tp: ETemplate) -> dict[int, int]:
 
 
 def time_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int,
-                tlits: Optional[Iterable[int]] = None) -> dict[int, int]:
-    """Per unbound time variable V of a positive hypothesis, its floor at τ: the least value
-    for which every positive hypothesis on V is later than τ (max of τ + 1 - k over V + k);
-    the instances below it are split off ("past"), so a watched answer covers V ≥ floor."""
+                lits: Optional[Iterable[int]] = None) -> dict[int, int]:
+    """Per unbound time variable V of a hypothesis, its floor at τ: the least value for
+    which every hypothesis on V, positive or negated, is later than τ (max of τ + 1 - k
+    over V + k); the instances below it are split off ("past"), so a watched answer covers
+    V ≥ floor.  `lits`: the literals to read (default: all)."""
     out: dict[int, int] = {}
-    for i in (tp.pos if tlits is None else tlits):
+    for i in (range(len(tp.lits)) if lits is None else lits):
         lp = tp.lits[i]
         v = lp.tvar
         if v is None or i in ev or b[v] is not None:
@@ -346,13 +399,16 @@ def time_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int,
 
 
 def printed_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int) -> dict[int, int]:
-    """The floors of a hypothetical answer that remove instances (above the natural bound):
-    the `time_from` of its printed object."""
+    """The floors of a hypothetical answer that remove instances (above the natural bound,
+    and below the first time of a periodic domain): the `time_from` of its printed object."""
     fl = time_floors(tp, b, ev, tau)
     if not fl:
         return fl
     nat = natural_bounds(tp)
-    return {v: f for v, f in fl.items() if f > nat.get(v, 0)}
+    # a periodic time domain that starts at the floor or later says more
+    late = {v for v, d in tp.periodic if v in fl and d.allowed is not None
+            and d.allowed.offset >= fl[v]}
+    return {v: f for v, f in fl.items() if f > nat.get(v, 0) and v not in late}
 
 
 def _past_pruned(ng: frozenset, floors: dict) -> frozenset:

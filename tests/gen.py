@@ -29,7 +29,10 @@ def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True,
              multi_time: bool = False):
     """Layered IDB predicates P1..Pn over EDB E1, E2 (and J(X, Y, T), rigid R/1, constants);
     X in every atom but the extras.  multi_time: some rules get a second temporal variable
-    S (Ronca et al.'s multiple temporal variables), positive or also under negation."""
+    S (Ronca et al.'s multiple temporal variables), positive or also under negation;
+    multi_time="query": only the query predicate's rules (nothing negates them: a negated
+    predicate whose rules wait for some future S is never decided, while an oracle that
+    sees the whole finite stream decides it)."""
     lines = []
     uses_j = uses_r = False
     delays = {}
@@ -68,7 +71,8 @@ def programs(draw, negation: bool = True, n_idb: int = 3, extras: bool = True,
                 uses_r = True
             if extras and draw(st.integers(0, 5)) == 0:  # a constant argument
                 lits.append(f"E2(b, {_offset(draw(st.integers(-1, 0)))})")
-            if multi_time and draw(st.integers(0, 3)) == 0:  # a second temporal variable
+            if multi_time and (multi_time != "query" or i == n_idb) and \
+                    draw(st.integers(0, 3)) == 0:  # a second temporal variable
                 lits.append("E2(X, S)")
                 if negation and draw(st.booleans()):
                     lits.append("not E1(X, S)")

@@ -170,7 +170,7 @@ def test_printed_hypothetical_answers_are_exact(engine, multi_time):
 
     @settings(max_examples=budget(150, engine), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(cases(negation=not multi_time, multi_time=multi_time))
+    @given(cases(negation=True, multi_time=multi_time))
     def check(case):
         cp = compile_program(case.text, "<gen>")
         sess = Session(cp, engine=engine)
@@ -298,3 +298,72 @@ Alarm(X, T) :- A(X, T), B(X, T2).
     assert [(o["tick"], o["substitution"], o.get("time_from")) for o in got
             if o["status"] == "hypothetical"] == [
         (t, {"X": "d1"}, {"T": t + 1}) for t in range(5)]
+
+
+NEG_TIME = """#query P3(X, T).
+#delay E1 = 0.
+#delay E2 = 0.
+P3(X, T) :- E1(X, T), E2(X, S).
+P3(X, T) :- not E1(X, T+1), E2(X, S).
+"""
+
+
+@by_engine
+def test_a_negated_hypothesis_on_an_unbound_time_is_decided(engine):
+    """P3(X, T) :- not E1(X, T+1), E2(X, S): E2's fact leaves T unbound.  The instances
+    whose E1(X, T+1) is due by τ are split off before step 3, which decides them at τ:
+    refuted where E1 arrived, definite where it can no longer arrive; the answer waits
+    only for T ≥ τ (the negation's floor)."""
+    stream = {t: [Fact(p, (x,), t) for x in "ab" for p in ("E1", "E2")] for t in (0, 1)}
+    got = lines(NEG_TIME, stream, 4, engine)
+    neg = [(o["tick"], o["substitution"], o.get("time_from")) for o in got
+           if o["status"] == "hypothetical" and o["hypotheses"][0].startswith("not ")]
+    # one answer per E2 fact and device; the floor moves with τ
+    assert neg == [(t, {"X": x}, {"T": t} if t else None) for t in range(5) for x in "ab"
+                   for _ in ((0,) if t == 0 else (0, 1))]
+    definite = sorted({(o["tick"], o["substitution"]["X"], o["substitution"]["T"])
+                       for o in got if o["status"] == "definite"})
+    # P3(x, 0), P3(x, 1) by the first rule; P3(x, T) for T ≥ 2 by the second at T + 1
+    assert definite == sorted((t, x, v) for x in "ab" for t, v in
+                              [(0, 0), (1, 1), (3, 2), (4, 3)])
+
+
+@by_engine
+def test_a_late_fact_decides_every_past_negated_instance(engine):
+    """E2(a, 4) arrives at tick 4: every T whose E1(a, T+1) is due is decided at once —
+    T = 0 refuted (E1(a, 1) arrived), T = 1, 2, 3 definite — and T ≥ 4 waits."""
+    stream = {1: [Fact("E1", ("a",), 1)], 4: [Fact("E2", ("a",), 4)]}
+    got = [o for o in lines(NEG_TIME, stream, 5, engine) if o["tick"] >= 4]
+    assert sorted({(o["tick"], o["substitution"]["T"]) for o in got
+                   if o["status"] == "definite"}) == [(4, 1), (4, 2), (4, 3), (5, 4)]
+    assert [(o["tick"], o.get("time_from")) for o in got if o["status"] == "hypothetical"
+            and o["hypotheses"] == ["not E1(a, T+1)"]] == [(4, {"T": 4}), (5, {"T": 5})]
+
+
+FLOOR_READ = """#query Q(X, T).
+#delay A = 1.
+#delay B = 0.
+P(X, T) :- A(X, T), B(X, S).
+P(X, T) :- not A(X, T+2), B(X, S).
+Q(X, T) :- B(X, T), not P(X, T).
+"""
+FLOOR_STREAM = {0: [Fact("B", ("a",), 0)], 1: [Fact("A", ("a",), 1), Fact("B", ("a",), 1)],
+                2: [Fact("B", ("a",), 2)], 3: [Fact("A", ("a",), 3)],
+                4: [Fact("A", ("a",), 4), Fact("B", ("b",), 4)]}
+
+
+@by_engine
+def test_step3_reads_the_floors_of_the_answers_it_consults(engine):
+    """¬P(a, t) is decided once no answer of P proves P(a, t): the answers P(a, T) whose
+    time T no fact binds prove only T ≥ their floor (the instances below are answers of
+    their own, or gone), so each B fact's new P answer does not hold Q back.  Q(a, 0) is
+    refuted at tick 3 (A(a, 2) never came: P(a, 0) by the second rule), Q(a, 2) definite
+    at tick 4 (A(a, 2) never came, A(a, 4) did), Q(b, 4) refuted at tick 7."""
+    got = lines(FLOOR_READ, FLOOR_STREAM, 7, engine)
+    seen = {}
+    for o in got:
+        key = (o["substitution"]["X"], o["substitution"]["T"])
+        seen.setdefault(key, []).append((o["tick"], o["status"]))
+    assert {k: (v[0][0], v[-1]) for k, v in seen.items()} == {
+        ("a", 0): (0, (2, "hypothetical")), ("a", 2): (2, (4, "definite")),
+        ("b", 4): (4, (6, "hypothetical"))}

@@ -421,3 +421,16 @@ def test_periodic_calendar_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
     SQL, pmod), its last 3 ticks on Spark after the first on the driver."""
     check_lake_equals_run(str(tmp_path / "lake"), "examples/calendar.tdl",
                           "examples/calendar.jsonl", "Alarm(X, T)", "spark", last=3)
+
+
+def test_negated_unbound_time_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
+    """Negated hypotheses on a time variable no fact binds (tests/test_exact.py FLOOR_READ):
+    their past instances split off before step 3, and the floors step 3 reads (`lmin`) as
+    Spark SQL."""
+    from test_exact import FLOOR_READ, FLOOR_STREAM
+
+    prog = write_program(tmp_path, FLOOR_READ)
+    rows = [{"tick": t, "fact": str(f)} for t, fs in sorted(FLOOR_STREAM.items()) for f in fs]
+    stream = str(tmp_path / "s.jsonl")
+    write_jsonl(rows, stream)
+    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "Q(X, T)", "spark")

@@ -111,6 +111,9 @@ class ColumnarEngine:
                 for tp in self.templates for j in tp.neg) or any(self.exact.multi) or \
             any(self.exact.time_ng)
         self.stats = {"fallback_refs": 0}
+        # partitions whose rows may have an unbound time variable with a floor (exact.py)
+        self.time_split = any(self.exact.flits)
+        self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
 
     # ================================================================== expressions
     def _side(self, lp: LitPattern, i: int):
@@ -151,6 +154,7 @@ class ColumnarEngine:
             raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
         B = self.B
         B.begin_tick()
+        self.seeded = set()
         rep = ColumnarReport(tau)
         cols = facts if isinstance(facts, dict) else facts_by_pred(facts)
         D: dict = {}
@@ -214,6 +218,9 @@ class ColumnarEngine:
         # step 2
         for k in range(len(self.templates)):
             self._step2(k, tau, present)
+        # exact instances: the past instances of unbound time variables split off (exact.py)
+        if self.time_split:
+            ExactPass(self, tau, D, present, None).split_first()
         # step 3
         self._step3(tau)
         # window update: facts of D|τ that may still be matched as hypotheses
@@ -224,14 +231,7 @@ class ColumnarEngine:
             dd = B.filter(B.drop(dd, ["_d"]), B.col("wexp") > B.lit(tau, INT))
             if not B.is_empty(dd):
                 self.W[p] = B.materialize(B.concat([self.W[p], dd]))
-        fresh = {}
-        for k in range(len(self.templates)):
-            full = self.layouts[k].full_mask
-            for P, a in self.S[k].items():
-                f = B.materialize(B.filter(a, (B.col("born") == B.lit(tau, INT)) &
-                                           (B.col("ev") == B.lit(full, INT))))
-                if not B.is_empty(f):
-                    fresh[(k, P)] = f
+        fresh = self._fresh(tau)
         ExactPass(self, tau, D, present, fresh).run()
         if self.forget and fresh:
             self._drop_redundant(fresh)
@@ -247,6 +247,19 @@ class ColumnarEngine:
         rep.state_size = sum(B.height(a) for parts in self.S for a in parts.values()) \
             if B.cheap_checks else -1
         return rep
+
+    def _fresh(self, tau: int) -> dict:
+        """The definite answers new at τ, per partition."""
+        B = self.B
+        fresh = {}
+        for k in range(len(self.templates)):
+            full = self.layouts[k].full_mask
+            for P, a in self.S[k].items():
+                f = B.materialize(B.filter(a, (B.col("born") == B.lit(tau, INT)) &
+                                           (B.col("ev") == B.lit(full, INT))))
+                if not B.is_empty(f):
+                    fresh[(k, P)] = f
+        return fresh
 
     def _duplicate_facts(self, cols: dict, dup_frames: list) -> list:
         """The duplicate facts of D|τ (repeats inside the slice, and facts already in W)."""
@@ -567,7 +580,12 @@ class ColumnarEngine:
         if S is None:
             return
         for P2, G in self._local_mgus(k, S, P, i, present, present):
-            self._put(new, k, P2, self._finish(k, P2, G, tau))
+            got = self._finish(k, P2, G, tau)
+            self._put(new, k, P2, got)
+            if self.exact.nlits[k] and got is not None:
+                # answers made from a fact of D|τ ("past": seeded, exact.py)
+                lay = self.layouts[k]
+                self.seeded.update(row_to_answer(lay, r) for r in self.B.rows(got))
 
     def _flags(self, k: int, P: Pattern, A, D: dict, cache: dict):
         """Step 1(b)'s wake-up of the rows of partition (k, P): hit (a ground positive
@@ -823,7 +841,7 @@ class ColumnarEngine:
                         rest = B.filter(A, ~cond)
                         L = Lcache.get(lp.pred)  # noqa
                         if L is None:
-                            L = Lcache[lp.pred] = self._L_frames(lp.pred)
+                            L = Lcache[lp.pred] = self._L_frames(lp.pred, tau)
                         kept, pieces = self._refine(k, j, P, R, L, tau)
                         self.S[k][P] = B.materialize(
                             B.concat([rest, kept]) if kept is not None else rest)
@@ -838,9 +856,10 @@ class ColumnarEngine:
         items.append(B.alias(self._texpr(head), f"{prefix}lt"))
         return items
 
-    def _L_frames(self, pred: str) -> list:
+    def _L_frames(self, pred: str, tau: int) -> list:
         """Step 3(a): the answers of pred (heads instantiated: la<i>, lt; definite: ldef;
-        carries nogoods: lng): [(template, bound head variables, frame)]."""
+        carries nogoods: lng; least head time not split off, for a head time unbound:
+        lmin): [(template, bound head variables, frame)]."""
         B = self.B
         out = []
         for k2 in self.by_head.get(pred, ()):
@@ -861,8 +880,29 @@ class ColumnarEngine:
                     items.append(B.alias(self._texpr(head), "lt"))
                 items.append(B.alias(B.col("ev") == B.lit(full, INT), "ldef"))
                 items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
+                lmin = self._head_floor(k2, tau) if head.tvar is not None and \
+                    head.tvar not in P2 else None
+                if lmin is not None:
+                    items.append(B.alias(lmin, "lmin"))
                 out.append((k2, P2 & hv, B.materialize(B.select(A, items))))
         return out
+
+    def _head_floor(self, k: int, tau: int):
+        """The least head time an answer with its head time unbound still proves at step 3
+        of τ (exact.Exactness.split_below, as an expression; null: every time), or None."""
+        B = self.B
+        tp = self.templates[k]
+        ex = self.exact
+        lits = [i for i in ex.flits[k] if tp.lits[i].tvar == tp.head.tvar]
+        if not lits:
+            return None
+        pos = sum(1 << i for i in tp.pos)
+        ev = B.col("ev")
+        old = B.when(B.col("born") == B.lit(tau, INT), B.null(INT), B.lit(tau - 1, INT))
+        at = B.when(B.bit_and(ev, pos) != B.lit(0, INT), B.lit(tau, INT), old)
+        terms = [B.when(B.has_bit(ev, i), B.null(INT),
+                        at + B.lit(1 - tp.lits[i].toff + tp.head.toff, INT)) for i in lits]
+        return B.when(ev == B.lit(0, INT), B.null(INT), B.greatest(terms))
 
     def _covers(self, R, lp: LitPattern, h_bound: Pattern, L: list):
         """The covers (regions.cover_of) of each ref's negated literal by the answers of L,
@@ -899,13 +939,17 @@ class ColumnarEngine:
             if B.is_empty(Rf) or B.is_empty(Lf):
                 continue
             side = spec.eqs.get(unb[0]) if unb else None
+            floor = l_time is None and "lmin" in B.columns(Lf)  # "past" (exact.py)
             lcols = sorted(set(rkeys) | ({side[1]} if side and side[0] == "L" else set())
-                           | {"ldef", "lng"})
+                           | {"ldef", "lng"} | ({"lmin"} if floor else set()))
             Lsel = B.select(Lf, [B.alias(B.col(c), "_L_" + c) for c in lcols])
             rcols = sorted({"_rid"} | set(lkeys) | ({side[1]} if side and side[0] == "R"
-                                                    else set()))
+                                                    else set()) | ({"_ht"} if floor else set()))
             J = B.join(self._sel(Rf, rcols), Lsel, lkeys, ["_L_" + c for c in rkeys],
                        how="inner")
+            if floor:
+                J = B.filter(J, B.is_null(B.col("_L_lmin")) |
+                             (B.col("_ht") >= B.col("_L_lmin")))
             if side is None:
                 eqv = B.null(OBJ)
             elif side[0] == "L":

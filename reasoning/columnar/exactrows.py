@@ -148,16 +148,46 @@ class ExactPass:
         return heads_of(self._heads, pred)
 
     def run(self) -> None:
+        """After step 3: drop answered and arrived answers, refine the watched rows."""
         eng = self.eng
-        B = eng.B
-        ex = eng.exact
-        tau = self.tau
         if eng.answered.horizons:
             self.remember()
             self.drop_answered()
         self.drop_arrived()
+        self._refine_watched(first=False)
+
+    def split_first(self) -> None:
+        """Before step 3: split the watched rows whose evidence holds a fact and whose time
+        variable is unbound, so step 3 decides their past negated instances at τ and reads
+        their floors at τ (exact.py, Exactness.splits_first)."""
+        eng = self.eng
+        B = eng.B
+        ex = eng.exact
+        if not any(ex.flits[k] and ex.may_ng[k] and ex.partition_watched(k, P)
+                   and not all(tp.lits[i].tvar in P for i in ex.flits[k])
+                   and not B.is_empty(A)
+                   for k, tp in enumerate(eng.templates) for P, A in eng.S[k].items()):
+            return
+        self.fresh = eng._fresh(self.tau)
+        for (k, P), f in self.fresh.items():  # the definite heads of step 1, not remembered
+            tp = self.eng.templates[k]
+            if tp.head.pred in self.eng.answered.horizons:
+                for r in self.eng.B.rows(f):
+                    hargs, ht = tp.head.instantiate(row_to_answer(self.eng.layouts[k], r).b)
+                    if ht is not None and None not in hargs:
+                        self._heads.setdefault((tp.head.pred, ht), []).append(hargs)
+        self._refine_watched(first=True)
+
+    def _refine_watched(self, first: bool) -> None:
+        """exact.refine on the watched rows (with evidence, not definite) of the partitions
+        that may need it; first: only the rows split before step 3, else the rest are
+        split and those are only checked."""
+        eng = self.eng
+        B = eng.B
+        ex = eng.exact
+        tau = self.tau
         for k, tp in enumerate(eng.templates):
-            if not ex.may_ng[k]:
+            if not ex.may_ng[k] or (first and not ex.flits[k]):
                 continue
             lay = eng.layouts[k]
             full = lay.full_mask
@@ -165,19 +195,25 @@ class ExactPass:
             for P, A in list(eng.S[k].items()):
                 if not ex.partition_watched(k, P) or B.is_empty(A):
                     continue
+                if first and all(tp.lits[i].tvar in P for i in ex.flits[k]):
+                    continue  # every time variable bound: no floor
                 Wd = B.filter(A, (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)))
                 if B.is_empty(Wd):
                     continue
                 changed = []
                 for r in B.rows(Wd):
                     a = row_to_answer(lay, r)
+                    early = ex.splits_first(tp, a.ev)
+                    if first and not early:
+                        continue  # made watched by step 3 only: split after it
                     fresh = r["born"] == tau
                     pieces = ex.refine(
                         tp, a.b, a.ev, a.ng, tau,
                         lambda p, t, fresh=fresh: self.facts(not fresh, p, t),
                         lambda p, t, fresh=fresh: self.heads(not fresh, p, t),
                         lambda p, args, t, fresh=fresh: args in self.fact_set(not fresh, p, t),
-                        fresh, self.heads_any if fresh else self.fresh_heads_any)
+                        fresh, self.heads_any if fresh else self.fresh_heads_any,
+                        first or not early, first and a in eng.seeded)
                     if pieces is None:
                         continue
                     changed.append(r)

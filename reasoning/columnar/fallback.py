@@ -39,7 +39,7 @@ def answer_rows(eng, k: int, P, answers: list, tau: int, born: int) -> list[dict
 
 
 def _L_answers(eng, pred: str, times: set) -> dict:
-    """Answers of pred by head time (None: unbound head time)."""
+    """Answers of pred by head time (None: unbound head time, as (answer, born at τ))."""
     B = eng.B
     out: dict = {}
     for k2 in eng.by_head.get(pred, ()):
@@ -54,7 +54,7 @@ def _L_answers(eng, pred: str, times: set) -> dict:
             for r in B.rows(A):
                 a = row_to_answer(lay2, r)
                 _, t = tp2.head.instantiate(a.b)
-                out.setdefault(t, []).append(a)
+                out.setdefault(t, []).append(a if t is not None else (a, r["born"]))
     return out
 
 
@@ -74,7 +74,8 @@ def refine_rows(eng, k: int, j: int, P, rows, tau: int):
     kept, new = [], {}
     for r, a in refs:
         _, t = lp.instantiate(a.b)
-        L = Ls.get(t, []) + Ls.get(None, [])
+        L = Ls.get(t, []) + [l for l, born in Ls.get(None, []) if not eng.exact.split_below(
+            eng.templates[l.tid], l.b, l.ev, t, tau, born == tau)]
         parts = tool._step3b(lp, a.b, a.ng, a.ev, L)
         if t > tau:
             pieces = parts

@@ -427,10 +427,10 @@ class Renderer:
     def _time_constrained(self, k: int, P) -> bool:
         """Rows of pattern P print time constraints (the object builder renders them): they
         leave a variable constrained by periodic facts unbound, or the time variable of a
-        positive literal (its floor, exact.py "past")."""
+        literal (its floor, exact.py "past")."""
         tp = self.eng.templates[k]
         return any(v not in P for v, _ in tp.periodic) or any(
-            tp.lits[i].tvar is not None and tp.lits[i].tvar not in P for i in tp.pos)
+            lp.tvar is not None and lp.tvar not in P for lp in tp.lits)
 
     def _columns_only(self) -> bool:
         """Rendering for `hypo run` on Polars: the in-process shortcuts (_render_cached,
