@@ -462,14 +462,7 @@ class Engine:
         if not self.watch_t:
             return
         ex = self.exact
-        fresh: dict = defaultdict(list)
-        for d in self.fresh_definite:
-            tp = self.templates[d.tid]
-            if tp.head.pred in self.answered.horizons:
-                hargs, ht = tp.head.instantiate(d.b)
-                if ht is not None and None not in hargs:
-                    fresh[(tp.head.pred, ht)].append(hargs)
-        ans = self.answered
+        fresh = self._fresh_heads(remember=False)
         lk = _Lookups(slice_, self.window)
         for a in list(self.watch_t):
             if a not in self.answers:
@@ -477,31 +470,36 @@ class Engine:
             tp = self.templates[a.tid]
             if not ex.splits_first(tp, a.ev):
                 continue  # made watched by step 3 only: split after it (`_exact`)
-            new = a in self._born
-            pieces = ex.refine(tp, a.b, a.ev, a.ng, tau,
-                               lk.arrived_all if new else lk.arrived_new,
-                               ans.get if new else (lambda p, t: fresh.get((p, t), ())),
-                               lk.has_all if new else lk.has_new, new,
-                               ans.of if new else (lambda p: heads_of(fresh, p)),
-                               True, a in self._seeded)
-            if pieces is None:
-                continue
-            self.remove(a)
-            for b, ng in pieces:
-                na = self._finish(tp, b, a.ev, ng, tau)
-                if na is not None:
-                    self.add(na, tau)
+            self._refine(a, tau, lk, fresh, True, a in self._seeded)
         self._info.clear()
 
-    def _exact(self, tau: int, slice_: dict) -> None:
-        """Restrict every watched answer to its exact instances (exact.py): an answer new
-        at τ is checked against W ∪ D|τ and every remembered definite head, an older one
-        against D|τ and the heads definite at τ; both against the δ of their hypotheses'
-        instances."""
+    def _refine(self, a: Answer, tau: int, lk: "_Lookups", fresh: dict, split: bool,
+                seeded: bool) -> None:
+        """exact.refine of one watched answer — new at τ: against W ∪ D|τ and every
+        remembered definite head, else against D|τ and the heads `fresh` at τ — replaced by
+        its pieces if it changes."""
+        tp = self.templates[a.tid]
+        new = a in self._born
+        ans = self.answered
+        pieces = self.exact.refine(tp, a.b, a.ev, a.ng, tau,
+                                   lk.arrived_all if new else lk.arrived_new,
+                                   ans.get if new else (lambda p, t: fresh.get((p, t), ())),
+                                   lk.has_all if new else lk.has_new, new,
+                                   ans.of if new else (lambda p: heads_of(fresh, p)),
+                                   split, seeded)
+        if pieces is None:
+            return
+        self.remove(a)
+        for b, ng in pieces:
+            na = self._finish(tp, b, a.ev, ng, tau)
+            if na is not None:
+                self.add(na, tau)
+
+    def _fresh_heads(self, remember: bool) -> dict:
+        """{(pred, t): [args]}: the ground heads of the answers definite at τ so far, of the
+        predicates whose definite heads are remembered (Answered; remember: add them)."""
         ans = self.answered
         fresh: dict = defaultdict(list)
-        if ans.horizons:
-            ans.expire(tau)
         for d in (self.fresh_definite if ans.horizons else ()):
             tp = self.templates[d.tid]
             if tp.head.pred not in ans.horizons:
@@ -509,7 +507,19 @@ class Engine:
             hargs, ht = tp.head.instantiate(d.b)
             if ht is not None and None not in hargs:
                 fresh[(tp.head.pred, ht)].append(hargs)
-                ans.add(tp.head.pred, hargs, ht)
+                if remember:
+                    ans.add(tp.head.pred, hargs, ht)
+        return fresh
+
+    def _exact(self, tau: int, slice_: dict) -> None:
+        """Restrict every watched answer to its exact instances (exact.py): an answer new
+        at τ is checked against W ∪ D|τ and every remembered definite head, an older one
+        against D|τ and the heads definite at τ; both against the δ of their hypotheses'
+        instances."""
+        ans = self.answered
+        if ans.horizons:
+            ans.expire(tau)
+        fresh = self._fresh_heads(remember=True)
         # answers with evidence whose ground head is already a definite answer (minimality)
         for (pred, ht), hs in fresh.items():
             for hargs in hs:
@@ -525,31 +535,12 @@ class Engine:
         if not self.watch:
             return
 
-        def definite_new(pred, t):
-            return fresh.get((pred, t), ())
-
-        def heads_new(pred):
-            return heads_of(fresh, pred)
-
         for a in list(self.watch):
             if a not in self.answers:
                 continue
-            tp = self.templates[a.tid]
-            new = a in self._born
             # split before step 3 already (`_split_first`): answers with a fact as evidence
-            split = not self.exact.splits_first(tp, a.ev)
-            pieces = self.exact.refine(tp, a.b, a.ev, a.ng, tau,
-                                       lk.arrived_all if new else lk.arrived_new,
-                                       ans.get if new else definite_new,
-                                       lk.has_all if new else lk.has_new,
-                                       new, ans.of if new else heads_new, split)
-            if pieces is None:
-                continue
-            self.remove(a)
-            for b, ng in pieces:
-                na = self._finish(tp, b, a.ev, ng, tau)
-                if na is not None:
-                    self.add(na, tau)
+            split = not self.exact.splits_first(self.templates[a.tid], a.ev)
+            self._refine(a, tau, lk, fresh, split, False)
         self._info.clear()
 
     def _step2(self, tp: ETemplate, tau: int, present=None) -> None:

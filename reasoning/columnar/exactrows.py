@@ -32,12 +32,14 @@ class ExactPass:
             self._facts[key] = got
         return got
 
-    def remember(self) -> None:
-        """The ground heads definite at τ, of the predicates refinement reads (Answered)."""
+    def remember(self, add: bool = True) -> None:
+        """The ground heads definite at τ, of the predicates refinement reads (add: and
+        remember them, Answered)."""
         eng = self.eng
         B = eng.B
         ans = eng.answered
-        ans.expire(self.tau)
+        if add:
+            ans.expire(self.tau)
         for (k, P), f in self.fresh.items():
             tp = eng.templates[k]
             if tp.head.pred not in ans.horizons or B.is_empty(f):
@@ -46,7 +48,8 @@ class ExactPass:
                 hargs, ht = tp.head.instantiate(row_to_answer(eng.layouts[k], r).b)
                 if ht is not None and None not in hargs:
                     self._heads.setdefault((tp.head.pred, ht), []).append(hargs)
-                    ans.add(tp.head.pred, hargs, ht)
+                    if add:
+                        ans.add(tp.head.pred, hargs, ht)
 
     def fact_set(self, only_new: bool, pred: str, t: int) -> set:
         key = ("set", only_new, pred, t)
@@ -169,13 +172,7 @@ class ExactPass:
                    for k, tp in enumerate(eng.templates) for P, A in eng.S[k].items()):
             return
         self.fresh = eng._fresh(self.tau)
-        for (k, P), f in self.fresh.items():  # the definite heads of step 1, not remembered
-            tp = self.eng.templates[k]
-            if tp.head.pred in self.eng.answered.horizons:
-                for r in self.eng.B.rows(f):
-                    hargs, ht = tp.head.instantiate(row_to_answer(self.eng.layouts[k], r).b)
-                    if ht is not None and None not in hargs:
-                        self._heads.setdefault((tp.head.pred, ht), []).append(hargs)
+        self.remember(add=False)  # the definite heads of step 1
         self._refine_watched(first=True)
 
     def _refine_watched(self, first: bool) -> None:
