@@ -426,11 +426,11 @@ def test_periodic_calendar_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
 def test_negated_unbound_time_with_the_spark_plan_equals_hypo_run(spark, tmp_path):
     """Negated hypotheses on a time variable no fact binds (tests/test_exact.py FLOOR_READ):
     their past instances split off before step 3, and the floors step 3 reads (`lmin`) as
-    Spark SQL."""
+    Spark SQL; its last 2 ticks on Spark (Q(b, 4) waits on the floors then)."""
     from test_exact import FLOOR_READ, FLOOR_STREAM
 
     prog = write_program(tmp_path, FLOOR_READ)
     rows = [{"tick": t, "fact": str(f)} for t, fs in sorted(FLOOR_STREAM.items()) for f in fs]
     stream = str(tmp_path / "s.jsonl")
     write_jsonl(rows, stream)
-    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "Q(X, T)", "spark")
+    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "Q(X, T)", "spark", last=2)

@@ -164,13 +164,11 @@ class ExactPass:
         variable is unbound, so step 3 decides their past negated instances at τ and reads
         their floors at τ (exact.py, Exactness.splits_first)."""
         eng = self.eng
-        B = eng.B
         ex = eng.exact
         if not any(ex.flits[k] and ex.may_ng[k] and ex.partition_watched(k, P)
                    and not all(tp.lits[i].tvar in P for i in ex.flits[k])
-                   and not B.is_empty(A)
-                   for k, tp in enumerate(eng.templates) for P, A in eng.S[k].items()):
-            return
+                   for k, tp in enumerate(eng.templates) for P in eng.S[k]):
+            return  # no partition leaves a time variable unbound (static: no Spark job)
         self.fresh = eng._fresh(self.tau)
         self.remember(add=False)  # the definite heads of step 1
         self._refine_watched(first=True)
