@@ -1,6 +1,19 @@
 """`hypo run --changes`: per tick only the answers whose printed lines changed (issue 9)."""
 from __future__ import annotations
 
+import re
+
+_TIME_FROM = re.compile(r'"time_from": \{[^{}]*\}')
+_NUMBER = re.compile(r'(": )(-?\d+)')
+
+
+def relative_time_from(body: str, tau: int) -> str:
+    """The line with each `time_from` value v written as v − τ: a floor that advances with
+    the tick (an unbound time variable's instances below τ are decided, exact.py) compares
+    equal from tick to tick."""
+    return _TIME_FROM.sub(lambda m: _NUMBER.sub(lambda n: f"{n[1]}{int(n[2]) - tau}", m[0]),
+                          body)
+
 
 class Changes:
     """`--changes`: per tick only the answers whose lines changed since the previous tick.
@@ -10,7 +23,12 @@ class Changes:
     as `refuted` when it is gone without having become definite.  Replaying the changes
     (replace an answer's lines by the printed ones, drop refuted answers) gives the full
     output of every tick; definite answers are final (forgetting drops them after the tick
-    they are printed at, as in the full output)."""
+    they are printed at, as in the full output).
+
+    A line's `time_from` floors are compared relative to the tick: a floor that only moved
+    on by the ticks elapsed is no change (an answer waiting for ever on an unbound time
+    variable would otherwise be printed at every tick, a quadratic output).  So in a replay
+    a line printed at tick t0 stands at tick τ with each `time_from` value plus τ − t0."""
 
     def __init__(self):
         self.prev = None
@@ -25,8 +43,16 @@ class Changes:
         # answers and lines are compared by 128-bit hashes (two seeds) of their text: joins on
         # integers instead of ~200-byte strings (a collision has probability ~n²/2¹²⁸)
         body = pl.col("line").str.slice(len(prefix))
-        cur = cur.with_columns(body=body, a1=pl.col("akey").hash(11), a2=pl.col("akey").hash(12),
-                               l1=body.hash(13), l2=body.hash(14))
+        cur = cur.with_columns(body=body)
+        # the compared text: time_from relative to τ (only lines with a floor go through Python)
+        bodies = cur.get_column("body")
+        idx = bodies.str.contains('"time_from": {', literal=True).arg_true()
+        cmp = bodies.clone().alias("cmp")
+        if len(idx):
+            cmp.scatter(idx, [relative_time_from(b, tau) for b in bodies.gather(idx).to_list()])
+        cur = cur.with_columns(cmp)
+        cur = cur.with_columns(a1=pl.col("akey").hash(11), a2=pl.col("akey").hash(12),
+                               l1=pl.col("cmp").hash(13), l2=pl.col("cmp").hash(14))
         prev = self.prev
         self.prev = cur.select("skey", "a1", "a2", "l1", "l2", "body", "status")
         if prev is None:
