@@ -110,7 +110,6 @@ class Engine:
         self._born: set[Answer] = set()  # watched answers added this tick
         self._seeded: set[Answer] = set()  # answers of step 1(a) this tick (exact.nlits)
         self.watch_t: set[Answer] = set()  # watched answers with an unbound time variable
-        self._time_split = any(self.exact.flits)  # some answer may have a time floor
 
     # ------------------------------------------------------------------ δ, future-possible
 
@@ -628,7 +627,7 @@ class Engine:
                         nxt.append((b, ng, ev))
                         continue
                     L = self._L_for(pred, t, hargs)
-                    if self._time_split and (pred, None) in self.head_schematic:
+                    if (pred, None) in self.head_schematic:  # answers that may have a time floor
                         L = [l for l in L if not self.exact.split_below(
                             self.templates[l.tid], l.b, l.ev, t, tau, l in self._born)]
                     parts = self._step3b(lp, b, ng, ev, L)

@@ -112,7 +112,6 @@ class ColumnarEngine:
             any(self.exact.time_ng)
         self.stats = {"fallback_refs": 0}
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
-        self.time_split = any(self.exact.flits)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
 
     # ================================================================== expressions
@@ -219,8 +218,7 @@ class ColumnarEngine:
         for k in range(len(self.templates)):
             self._step2(k, tau, present)
         # exact instances: the past instances of unbound time variables split off (exact.py)
-        if self.time_split:
-            ExactPass(self, tau, D, present, None).split_first()
+        ExactPass(self, tau, D, present, None).split_first()
         # step 3
         self._step3(tau)
         # window update: facts of D|τ that may still be matched as hypotheses
