@@ -188,8 +188,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         else:
             ticks = ", ".join(f"tick {t}: {n}" for t, n in r["by_tick"].items()) or "none"
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items()))
+            beats = f", {r['heartbeats']} heartbeat(s)" if r.get("heartbeats") else ""
             out.write(f"batch {r['batch']}: {r['accepted']} fact row(s) ({ticks}), "
-                      f"{r['rejected']} quarantined{' (' + reasons + ')' if reasons else ''}\n")
+                      f"{r['rejected']} quarantined{' (' + reasons + ')' if reasons else ''}"
+                      f"{beats}\n")
             if r.get("warning"):
                 out.write(f"warning: {r['warning']}\n")
         return 0

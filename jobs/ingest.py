@@ -39,6 +39,7 @@ class Parsed:
     line: list = field(default_factory=list)
     rejected: list = field(default_factory=list)  # dicts with quarantine columns
     other_ticks: int = 0
+    heartbeats: int = 0  # {"tick": N} lines: counted, not facts, not quarantined
 
     def add(self, tick: int, pred: str, args: tuple, time: int, source: str, line: int) -> None:
         self.tick.append(tick)
@@ -259,6 +260,12 @@ def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
         out.reject("bad_json", "expected a JSON object", source, no, raw, nbytes)
         return
     tick, why = _tick_of(obj.get("tick"), want)
+    if len(obj) == 1 and "tick" in obj:  # {"tick": N}: a live producer's progress
+        if why is not None and why[0] != "wrong_tick":  # (stream.Heartbeat); the lake's
+            out.reject(why[0], why[1], source, no, raw, nbytes, tick)  # ticks are the
+            return  # DAG's, so it only counts them
+        out.heartbeats += 1
+        return
     if "fact" in obj:
         text = obj["fact"]
         if not isinstance(text, str):

@@ -192,6 +192,8 @@ def _ingest_files(L: Lake, cp, files: list[str], spooled: dict, tick: Optional[i
                   by_tick={int(k): v for k, v in sorted(by_tick.items())},
                   reasons=dict(Counter(r["reason_code"] for r in parsed.rejected)),
                   unreadable_files=[spooled.get(u, u) for u in unreadable])
+    if parsed.heartbeats:
+        result["heartbeats"] = parsed.heartbeats
     if late:
         result["warning"] = (f"tick(s) {', '.join(map(str, late))} were already processed; re-run "
                              f"`hypo lake run --from {rerun_from(done, late)} --to "

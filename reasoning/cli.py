@@ -20,7 +20,8 @@ from .pruning import Pruner, wants_confidence
 from .runreport import RunReport
 from .session import (ENGINES, Session, answers_at, default_until, quiet_margin,  # noqa: F401
                       quiet_stretch)
-from .stream import STDIN, Prefetched, Slice, StreamReader, open_stream, stream_name
+from .stream import (STDIN, Heartbeat, Prefetched, Slice, StreamReader, open_stream,
+                     stream_name)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -56,7 +57,9 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
     rep_data = RunReport(args, cp) if getattr(args, "report", None) else None
     duplicates = 0
     accepted = 0
-    ahead = next(feed, None)
+    ahead = None  # the next slice or heartbeat read, once `fetch`
+    fetch = True  # read it lazily: tick τ is answered once its own slice is complete
+    live = reader.live  # a pipe, a FIFO: each tick's output is flushed at once
     tau = 0
     margin = None if args.no_skip or args.no_forget else quiet_margin(tool)
     pruner = Pruner(args, cp, sess, err) if wants_confidence(args) else None
@@ -64,15 +67,17 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
         margin = None  # a replayed quiet stretch would rebuild pruned answers
     quiet = 0  # ticks in a row without facts that printed nothing
     while True:
-        if args.until is not None:
-            if tau > args.until:
-                break
-        elif ahead is None and tau > default_until(tool, reader):
+        if args.until is not None and tau > args.until:
             break
-        if ahead is not None and ahead.tick == tau:
-            sl = ahead
-            ahead = next(feed, None)
-        else:
+        if fetch:
+            ahead, fetch = next(feed, None), False
+        while isinstance(ahead, Heartbeat) and ahead.tick <= tau:
+            ahead = next(feed, None)  # the ticks before it are done: wait for more
+        if args.until is None and ahead is None and tau > default_until(tool, reader):
+            break
+        if isinstance(ahead, Slice) and ahead.tick == tau:
+            sl, fetch = ahead, True
+        else:  # no fact at τ: the next slice is later, or a heartbeat says τ is complete
             sl = Slice(tau)
         for r in feed.take_rejected():
             print(str(r), file=err)
@@ -119,6 +124,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             _text_tick(out, tau, sl.facts(), objs, sess.new_definite_keys(), refuted, main_q,
                        cf)
             silent = not objs and not refuted
+        if live:
+            out.flush()
         quiet = quiet + 1 if silent and not len(sl) else 0
         tau += 1
         if margin is not None and quiet >= margin:
@@ -142,6 +149,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
         ign = (f", {sum(reader.ignored.values())} ignored ("
                + ", ".join(f"{p} {n}" for p, n in sorted(reader.ignored.items()))
                + ": declared in #delay, used by no rule)")
+    if reader.heartbeats:
+        ign += f", {reader.heartbeats} heartbeat(s)"
     if pruner is not None and pruner.prunes:
         ign += pruner.summary()
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "

@@ -148,6 +148,16 @@ class Ignored:
     line: int
 
 
+@dataclass(frozen=True)
+class Heartbeat:
+    """A line `{"tick": N}` without a fact: the stream has reached tick N — every slice
+    before N is complete (facts of tick N may still follow), so a live run can answer those
+    ticks without waiting for the next fact."""
+
+    tick: int
+    line: int
+
+
 _ID = r"(?:[a-z][A-Za-z0-9_]*|[0-9]+)"
 # the canonical line with plain constants (the common case), matched a block at a time (Rust
 # regex: `$` is the end of the text)
@@ -361,16 +371,19 @@ def parse_line(raw: str, no: int, cp: CompiledProgram, source: str):
     except ValueError:  # an integer past Python's 4 300 digits
         return Rejection("invalid JSON (an integer of more than 4 300 digits)", line[:80] + "…",
                          None, no, source)
-    if not isinstance(obj, dict) or "tick" not in obj or ("fact" not in obj
-                                                          and "pred" not in obj):
+    beat = isinstance(obj, dict) and len(obj) == 1 and "tick" in obj
+    if not beat and (not isinstance(obj, dict) or "tick" not in obj or (
+            "fact" not in obj and "pred" not in obj)):
         return Rejection('expected an object with "tick" and "fact" (or "pred", "args", '
-                         '"time")', line, None, no, source)
+                         '"time"), or a heartbeat {"tick": N}', line, None, no, source)
     tick, text = obj["tick"], obj.get("fact")
     if isinstance(tick, bool) or not isinstance(tick, int) or tick < 0:
         return Rejection('"tick" must be a natural number', line, None, no, source)
     if tick >= MAX_TIME:
         return Rejection(f'"tick" out of range (ticks and times are natural numbers below '
                          f'2^{MAX_TIME.bit_length() - 1})', line[:80], None, no, source)
+    if beat:
+        return Heartbeat(tick, no)
     if "fact" not in obj:  # a structured row
         f, bad = structured_fact(obj)
         if bad is not None:
@@ -401,6 +414,7 @@ class StreamReader:
     def __init__(self, lines: Iterable[str], cp: CompiledProgram, source: str = "<stream>",
                  max_gap: Optional[int] = None):
         self.max_gap = max_gap
+        self._live = lines if isinstance(lines, LiveLines) else None
         self.lines = iter(lines)
         self.cp = cp
         self.source = source
@@ -412,6 +426,12 @@ class StreamReader:
         self._no = 0
         self._eof = False
         self._meta = None  # edb_meta(cp), at the first block
+        self.heartbeats = 0  # accepted {"tick": N} lines
+
+    @property
+    def live(self) -> bool:
+        """Read from a live source (LiveLines): lines are parsed as they come."""
+        return self._live is not None
 
     def take_rejected(self) -> list[Rejection]:
         """The rejections found since the last call."""
@@ -420,7 +440,11 @@ class StreamReader:
         return got
 
     def _read_block(self) -> list[str]:
-        """The next BLOCK_LINES lines, fewer if they exceed BLOCK_CHARS characters."""
+        """The next BLOCK_LINES lines, fewer if they exceed BLOCK_CHARS characters; from a
+        live source (LiveLines: a pipe, a FIFO, a terminal) only the lines already there
+        (waiting for one at least), so a slice is answered as soon as it is complete."""
+        if self._live is not None:
+            return self._live.available(BLOCK_LINES)
         block: list[str] = []
         size = 0
         for raw in self.lines:
@@ -457,7 +481,8 @@ class StreamReader:
                 if isinstance(r, Ignored):
                     self.ignored[r.pred] = self.ignored.get(r.pred, 0) + 1
                     continue
-                tick, f = r
+                beat = isinstance(r, Heartbeat)
+                tick, f = (r.tick, f'{{"tick": {r.tick}}}') if beat else r
                 if tick < self.last_tick:
                     self.rejected.append(Rejection(
                         f"out of order: tick {tick} after tick {self.last_tick} (a stream is "
@@ -470,14 +495,26 @@ class StreamReader:
                         f"the gap is real)", str(f), tick, self._no, self.source))
                     continue
                 self.last_tick = tick
+                if beat:
+                    self.heartbeats += 1
+                    yield r
+                    continue
                 yield tick, f, self._no
         self.done = True
 
-    def column_slices(self) -> Iterator[Slice]:
+    def column_slices(self) -> Iterator:
         """Every tick's accepted facts as a Slice, in increasing τ (memory: one block and
-        one slice)."""
+        one slice); a heartbeat line {"tick": N} as a Heartbeat, after the slices before N
+        (which it completes) — from a live source also the first fact of each slice, as
+        the Heartbeat of its tick."""
         cur: Optional[Slice] = None
         for item in self._items():
+            if isinstance(item, Heartbeat):
+                if cur is not None and cur.tick < item.tick:
+                    yield cur
+                    cur = None
+                yield item
+                continue
             parts = [(item[0], item)] if isinstance(item, tuple) else [
                 (tick, part) for (tick,), part in
                 item.partition_by("tick", maintain_order=True, as_dict=True).items()]
@@ -485,6 +522,8 @@ class StreamReader:
                 if cur is None or cur.tick != tick:
                     if cur is not None:
                         yield cur
+                    if self._live is not None:  # the ticks before it are complete: a live
+                        yield Heartbeat(tick, self._no)  # run answers them now
                     cur = Slice(tick)
                 if isinstance(part, tuple):
                     cur.add_entry(part[1], part[2])
@@ -496,7 +535,8 @@ class StreamReader:
     def slices(self) -> Iterator[tuple[int, list[tuple[Fact, int]]]]:
         """(τ, [(fact, line)]) for every tick with accepted facts, in increasing τ."""
         for sl in self.column_slices():
-            yield sl.tick, sl.entries()
+            if not isinstance(sl, Heartbeat):
+                yield sl.tick, sl.entries()
 
 
 STDIN = "-"  # --stream -: standard input
@@ -556,11 +596,92 @@ class _GzipLines:
             raise DamagedArchive(f"{self.path}: damaged gzip data after line {no}: {e}") from None
 
 
+class LiveLines:
+    """The lines of a live source (a pipe, a FIFO, a terminal) as they come: available()
+    returns the complete lines read so far, waiting only while there is none — a block read
+    would wait for thousands of lines, and a live run would answer nothing until then.
+    Decoded as open() decodes text: UTF-8 (a leading byte-order mark dropped, undecodable
+    bytes replaced), universal newlines.  `first`: bytes already taken from the source (a
+    peek at gzip's magic); `owner`: the file object closed with it."""
+
+    WAIT = 0.25  # s: a wait for data wakes this often, so Ctrl-C is handled
+
+    def __init__(self, fd: int, first: bytes = b"", owner=None, chunk: int = 1 << 16):
+        import codecs
+        import io
+
+        self.fd = fd
+        self.owner = owner
+        self.chunk = chunk
+        self._first = first
+        self._dec = io.IncrementalNewlineDecoder(
+            codecs.getincrementaldecoder("utf-8-sig")(errors="replace"), translate=True)
+        self._tail = ""
+        self._eof = False
+
+    def available(self, most: int) -> list[str]:
+        """The complete lines there are (at least one, waiting for it; more than `most` only
+        from one read), each with its "\n" — the stream's last line may lack it; [] at the
+        end of the stream."""
+        out: list[str] = []
+        while not self._eof and (not out or (len(out) < most and self._ready(0))):
+            data = self._read()
+            self._eof = not data
+            text = self._dec.decode(data, final=self._eof)
+            if text:
+                parts = (self._tail + text).split("\n")
+                self._tail = parts.pop()
+                out.extend(p + "\n" for p in parts)
+        if self._eof and self._tail:
+            out.append(self._tail)
+            self._tail = ""
+        return out
+
+    def _read(self) -> bytes:
+        import os
+
+        if self._first:
+            data, self._first = self._first, b""
+            return data
+        # a read blocked in the kernel is not interrupted by a signal that another thread
+        # (Polars' pool) receives: wait in short selects, so Python runs its handlers
+        while not self._ready(self.WAIT):
+            pass
+        return os.read(self.fd, self.chunk)
+
+    def _ready(self, wait: float) -> bool:
+        """Bytes can be read without blocking (or the source cannot be polled)."""
+        import select
+
+        if self._first:
+            return True
+        try:
+            return bool(select.select([self.fd], [], [], wait)[0])
+        except (OSError, ValueError):
+            return True
+
+    def __iter__(self):
+        while True:
+            got = self.available(BLOCK_LINES)
+            if not got:
+                return
+            yield from got
+
+    def __enter__(self) -> "LiveLines":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.owner is not None:
+            self.owner.close()
+
+
 def open_stream(path: str):
     """A stream file's lines (undecodable bytes are replaced, and so rejected by parsing; a
     leading byte-order mark is dropped; a gzip file is decompressed); `-` is standard
-    input."""
-    import io
+    input.  A source that is not a regular file is read as its lines come (LiveLines)."""
     import os
     import stat
 
@@ -570,15 +691,18 @@ def open_stream(path: str):
         raw = open(sys.stdin.fileno(), "rb", closefd=False)
     elif is_gzip(path):
         return _GzipLines(path)
-    elif not stat.S_ISREG(os.stat(path).st_mode) and unnamed_stream(path):
+    elif not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO, a terminal: lines as they come
         raw = open(path, "rb")
+        if not unnamed_stream(path):
+            return LiveLines(raw.fileno(), owner=raw)
     else:
         return open(path, encoding="utf-8-sig", errors="replace")
     # a pipe without a data file's name (`-`, `<(gzip -c …)`): gzip if it starts with gzip's
     # magic bytes (no text does: 0x8b is not UTF-8), peeked at without consuming them
     if raw.peek(2)[:2] == GZIP_MAGIC:
         return _GzipLines(stream_name(path), raw)
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace")
+    # what the peek buffered (one read of the source's, so no waiting), then the source
+    return LiveLines(raw.fileno(), first=raw.read1(1 << 20), owner=raw)
 
 
 def unnamed_stream(path: str) -> bool:

@@ -64,7 +64,7 @@ BAD_LINES = [
     ('{"tick": 0, "fact": "Hot(wt1, 0)"}', "duplicate"),
     ('{"tick": 1, "fact": "Hot(wt1 1)"}', "expected one of"),
     ("not json at all", "invalid JSON"),
-    ('{"tick": 1}', 'expected an object with "tick" and "fact"'),
+    ('{"tick": 1, "time": 1}', 'expected an object with "tick" and "fact"'),
     ('{"tick": -1, "fact": "Hot(wt1, 0)"}', "natural number"),
     ('{"tick": true, "fact": "Hot(wt1, 0)"}', "natural number"),
     ('{"tick": 1, "fact": 5}', '"fact" must be a string'),
