@@ -25,6 +25,10 @@ export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN:-sqlite:///$AIRFLOW_HOME/airflow.db}"
 export AIRFLOW__API__PORT="${HYPO_AIRFLOW_PORT:-8080}"
 export AIRFLOW__API__BASE_URL="${AIRFLOW__API__BASE_URL:-http://localhost:${HYPO_AIRFLOW_PORT:-8080}}"
+# a task's start (PATCH …/run) is not idempotent: when the api-server, busy or starting on
+# SQLite, answers it after the worker's 5 s default, the retry finds the task running and
+# the task fails — wait longer before giving up
+export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-30}"
 export GX_ANALYTICS_ENABLED=false PYSPARK_PYTHON="$ROOT/.venv/bin/python"
 mkdir -p "$AIRFLOW_HOME"
 cd "$ROOT"
