@@ -61,6 +61,12 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     if os.path.exists(L.root) and os.listdir(L.root) and any(
             os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
         raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json); remove it first")
+    other = sorted(e for e in os.listdir(L.root) if e not in ("landing", "lost+found")
+                   ) if os.path.isdir(L.root) else []
+    if other:  # a mistyped --lake (a home directory, a repository) would get tables mixed in
+        shown = ", ".join(other[:3]) + (", …" if len(other) > 3 else "")
+        raise LakeError(f"{L.root} is not empty ({shown}): a lake is created in a new or empty "
+                        f"directory, or one holding only landing/ (the producers' slices)")
     os.makedirs(L.meta_dir, exist_ok=True)
     for t in DATA_TABLES + ("ticks",):
         if not delta.is_table(L.path(t)):

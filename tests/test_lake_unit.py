@@ -822,3 +822,23 @@ def test_unbound_time_variable_lake_equals_run_and_history(tmp_path):
     ev = api.history(lake, "Alarm(d1, 3)")
     assert [(e["tick"], e["status"]) for e in ev][-1] == (3, "definite")
     assert all(not e["exact"] for e in ev[:-1])  # `Alarm(d1, T) for T ≥ …` covered it
+
+
+def test_init_refuses_a_directory_holding_other_files(tmp_path):
+    """A mistyped --lake (a home directory, a repository) gets no tables mixed in: init
+    wants a new or empty directory, or one holding only the producers' landing/."""
+    from jobs import lake as api
+    from jobs.errors import LakeError
+
+    d = tmp_path / "mine"
+    (d / "photos").mkdir(parents=True)
+    (d / "notes.txt").write_text("x")
+    with pytest.raises(LakeError, match=r"is not empty \(notes.txt, photos\)"):
+        api.init(str(d), TURBINES)
+    assert sorted(os.listdir(d)) == ["notes.txt", "photos"]
+    rc, _, err = hypo("lake", "--lake", str(d), "init", "--program", TURBINES)
+    assert rc == 2 and "is not empty" in err and "Traceback" not in err
+    landed = tmp_path / "landed"
+    (landed / "landing" / "tick=0").mkdir(parents=True)
+    assert api.init(str(landed), TURBINES)["created"]
+    assert not api.init(str(landed), TURBINES)["created"]  # the lake itself: idempotent
