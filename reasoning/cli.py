@@ -252,7 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a program over a JSON-lines stream")
     r.add_argument("program")
     r.add_argument("--stream", required=True,
-                   help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"} (`-`: standard input)')
+                   help='JSON lines {"tick": 3, "fact": "Hot(wt1, 1)"} (`-`: standard input; '
+                        'from a pipe each tick is answered once complete; a heartbeat '
+                        '{"tick": 7} completes the ticks before 7)')
     r.add_argument("--query")
     r.add_argument("--until", type=tick_arg, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")
