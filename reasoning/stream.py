@@ -617,6 +617,7 @@ class LiveLines:
         self._dec = io.IncrementalNewlineDecoder(
             codecs.getincrementaldecoder("utf-8-sig")(errors="replace"), translate=True)
         self._tail = ""
+        self._long = False  # inside a line past MAX_LINE: its rest is not kept
         self._eof = False
 
     def available(self, most: int) -> list[str]:
@@ -629,13 +630,31 @@ class LiveLines:
             self._eof = not data
             text = self._dec.decode(data, final=self._eof)
             if text:
-                parts = (self._tail + text).split("\n")
-                self._tail = parts.pop()
-                out.extend(p + "\n" for p in parts)
-        if self._eof and self._tail:
+                self._split(text, out)
+        if self._eof and (self._tail or self._long):
             out.append(self._tail)
-            self._tail = ""
+            self._tail, self._long = "", False
         return out
+
+    def _split(self, text: str, out: list) -> None:
+        """Append the complete lines of tail + text to out; keep the rest.  Memory stays
+        bounded on a line without end: past MAX_LINE only its first MAX_LINE + 1 characters
+        are kept (parse_line rejects it as too long, like a file's)."""
+        parts = text.split("\n")
+        last = parts.pop()
+        for p in parts:
+            out.append(self._keep(p) + "\n")
+            self._tail, self._long = "", False
+        self._tail = self._keep(last)
+
+    def _keep(self, piece: str) -> str:
+        if self._long:
+            return self._tail
+        line = self._tail + piece
+        if len(line) > MAX_LINE:
+            self._long = True
+            return line[:MAX_LINE + 1]
+        return line
 
     def _read(self) -> bytes:
         import os

@@ -167,3 +167,38 @@ def test_the_lake_counts_heartbeats_and_quarantines_nothing(tmp_path):
 
 def test_an_empty_slice_is_not_a_heartbeat():
     assert not isinstance(Slice(3), Heartbeat)
+
+
+def test_a_line_without_end_on_a_pipe_keeps_memory_bounded():
+    """A 4 MB line from a live source: only its first MAX_LINE + 1 characters are kept, and
+    it is rejected as too long; the lines around it are read."""
+    import threading
+
+    from reasoning.stream import MAX_LINE
+
+    r, w = os.pipe()
+    big = b'{"tick": 0, "fact": "' + b"x" * (4 << 20) + b'"}\n'
+
+    def produce():
+        os.write(w, b'{"tick": 0, "fact": "Hot(wt1, 0)"}\n')
+        for i in range(0, len(big), 1 << 16):
+            os.write(w, big[i:i + (1 << 16)])
+        os.write(w, b'{"tick": 1, "fact": "Hot(wt1, 1)"}')  # the last line, no newline
+        os.close(w)
+
+    threading.Thread(target=produce, daemon=True).start()
+    live = LiveLines(r, owner=open(r, "rb"))
+    lines, most = [], 0
+    while True:
+        got = live.available(4096)
+        most = max(most, len(live._tail))
+        if not got:
+            break
+        lines += got
+    live.close()
+    assert most <= MAX_LINE + 1 and len(lines) == 3
+    assert len(lines[1]) == MAX_LINE + 2 and lines[2] == '{"tick": 1, "fact": "Hot(wt1, 1)"}'
+    rd = StreamReader(lines, CP, "s.jsonl")
+    assert [str(f) for sl in rd.column_slices() if isinstance(sl, Slice)
+            for f in sl.facts()] == ["Hot(wt1, 0)", "Hot(wt1, 1)"]
+    assert ["longer than" in x.reason for x in rd.rejected] == [True]
