@@ -273,3 +273,29 @@ def test_gzip_data_on_standard_input_or_a_nameless_pipe_is_decompressed(tmp_path
     w.start()
     assert run(fifo, b"").stdout == want.stdout
     w.join(timeout=10)
+
+
+def test_a_huge_line_in_a_file_is_rejected_without_holding_it(tmp_path):
+    """A line of 3 MB (a one-line JSON array, a binary file without newlines) between two
+    facts: only its first MAX_LINE + 1 characters are held, it is rejected as too long, and
+    the facts around it are read — from a plain file and from a gzip one."""
+    import gzip
+
+    from reasoning.stream import MAX_LINE, bounded_lines, open_stream, read_stream_file
+
+    big = '[' + ','.join(['{"tick": 0, "fact": "Hot(wt1, 0)"}'] * 90_000) + ']'
+    text = ('{"tick": 0, "fact": "Hot(wt1, 0)"}\n' + big + '\n'
+            '{"tick": 1, "fact": "Hot(wt1, 1)"}\n' + big)  # the last one without a newline
+    plain = tmp_path / "s.jsonl"
+    plain.write_text(text)
+    packed = tmp_path / "s.jsonl.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    with open_stream(str(plain)) as fh:
+        got = list(bounded_lines(fh))
+    assert [len(x) for x in got] == [35, MAX_LINE + 1, 35, MAX_LINE + 1]
+    for path in (plain, packed):
+        st = read_stream_file(str(path), CP)
+        assert {t: [str(f) for f, _ in v] for t, v in st.slices.items()} == {
+            0: ["Hot(wt1, 0)"], 1: ["Hot(wt1, 1)"]}
+        assert [(r.line, "longer than" in r.reason) for r in st.rejected] == [(2, True),
+                                                                              (4, True)]
