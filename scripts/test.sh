@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # README command 2: set up .venv/ and run the whole test suite (unit, property, Spark, Airflow).
+# The suite runs on HYPO_TEST_WORKERS pytest-xdist workers (default: the usable CPUs, at most
+# 2; 0 runs it in this one process, e.g. for --pdb).  A test file runs whole on one worker, so
+# its module-scoped fixtures (the Spark session, Example 13's lake) are built once.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 export GX_ANALYTICS_ENABLED=false PYSPARK_PYTHON="$ROOT/.venv/bin/python"
-exec .venv/bin/python -m pytest "$@"
+if [ -z "${HYPO_TEST_WORKERS:-}" ]; then
+  HYPO_TEST_WORKERS=$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')
+fi
+XDIST=()
+if [ "$HYPO_TEST_WORKERS" -gt 1 ] 2>/dev/null; then
+  XDIST=(-n "$HYPO_TEST_WORKERS" --dist loadfile --no-loadscope-reorder)
+fi
+exec .venv/bin/python -m pytest "${XDIST[@]}" "$@"
