@@ -235,6 +235,33 @@ def read_arrow(path: str, kind: str, version: Optional[int] = None,
             return ds.dataset(files, schema=out_schema, format="parquet").to_table()
         except (OSError, pa.ArrowException):
             pass  # file by file below: the damaged file named
+    return _read_adds(path, dt, adds, parts, out_schema, partitions)
+
+
+class TickFiles:
+    """One tick's rows at a time of a table partitioned by tick (its add actions listed
+    once): a reader that walks many ticks holds one partition, not the table."""
+
+    def __init__(self, path: str, kind: str, version: Optional[int] = None):
+        self.path, self.kind = path, kind
+        self.dt = open_table(path, version)
+        self.by_tick: dict[int, list] = {}
+        for a in add_actions(self.dt, columns=["path", "partition.tick"]):
+            if a.get("partition.tick") is not None:
+                self.by_tick.setdefault(int(a["partition.tick"]), []).append(a)
+
+    def read(self, tick: int, columns: list[str]) -> pa.Table:
+        full = arrow_schema(self.kind)
+        out_schema = pa.schema([full.field(c) for c in columns])
+        return _read_adds(self.path, self.dt, self.by_tick.get(tick, []),
+                          partition_by(self.kind), out_schema, None)
+
+
+def _read_adds(path: str, dt: DeltaTable, adds: list, parts: list, out_schema: pa.Schema,
+               partitions: Optional[dict]) -> pa.Table:
+    """The rows of these add actions' files, file by file (a missing or unreadable file is
+    named in a DamagedTable error), with partition values filled in."""
+    want = out_schema.names
     tables = []
     for a in adds:
         pv = {p: a.get(f"partition.{p}") for p in parts}

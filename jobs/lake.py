@@ -518,6 +518,42 @@ def _covers(obj: dict, want: dict) -> bool:
     return True
 
 
+def _may_cover(subs: pa.ChunkedArray, want: dict) -> pa.Array:
+    """Which answers can cover the ground answer `want` by their substitution alone (the
+    `substitution` column's JSON objects parsed by Arrow, not one json.loads a row): every
+    wanted variable unbound or bound to its value.  A superset of `_covers`, which decides
+    on the rows kept; a variable whose column Arrow typed otherwise than its value keeps
+    every row, and text Arrow cannot parse keeps them all."""
+    n = len(subs)
+    keep = pa.array([True] * n)
+    if n == 0 or not want:
+        return keep
+    import io
+
+    from pyarrow import json as pj
+
+    text = "\n".join(s if s else "{}" for s in subs.to_pylist()).encode("utf-8", "surrogatepass")
+    try:
+        parsed = pj.read_json(io.BytesIO(text), parse_options=pj.ParseOptions(
+            newlines_in_values=False))
+    except (pa.ArrowException, ValueError):
+        return keep
+    if parsed.num_rows != n:
+        return keep
+    for v, val in want.items():
+        if v not in parsed.column_names:
+            continue  # unbound in every answer
+        col = parsed.column(v)
+        if pa.types.is_string(col.type) and isinstance(val, str):
+            same = pc.equal(col, val)
+        elif pa.types.is_integer(col.type) and type(val) is int and -2**63 <= val < 2**63:
+            same = pc.equal(col, pa.scalar(val, pa.int64()))
+        else:
+            continue  # typed otherwise (e.g. a string Arrow read as a timestamp): keep
+        keep = pc.and_(keep, pc.or_(pc.is_null(col), pc.fill_null(same, False)))
+    return keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
+
+
 def history(lake: str, atom: str) -> list[dict]:
     """The lifecycle of one ground answer across the completed ticks: per tick the answer
     covering it (exact = the answer is about exactly this instance, else a schematic answer
@@ -530,16 +566,14 @@ def history(lake: str, atom: str) -> list[dict]:
     done = {t: r for t, r in L.done(log).items() if t >= cut}
     if not done:
         return []
-    t = delta.read_arrow(L.path("answers"), "answers", columns=["tick", "sort_key", "json"])
-    by_tick: dict[int, list] = {}
-    for r in t.to_pylist():
-        if r["tick"] in done:
-            by_tick.setdefault(r["tick"], []).append(r)
+    answers = delta.TickFiles(L.path("answers"), "answers")
     out: list[dict] = []
     prev: Optional[dict] = None
     for tick in sorted(done):
-        rows = sorted(by_tick.get(tick, []), key=lambda r: r["sort_key"])
-        objs = [json.loads(r["json"]) for r in rows]
+        t = answers.read(tick, ["sort_key", "substitution", "json"])
+        t = t.filter(_may_cover(t.column("substitution"), want))
+        rows = sorted(zip(t.column("sort_key").to_pylist(), t.column("json").to_pylist()))
+        objs = [json.loads(j) for _, j in rows]
         hits = [o for o in objs if _covers(o, want)]
         if not hits:
             if prev is not None and prev["status"] != "definite":

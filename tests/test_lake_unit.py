@@ -9,6 +9,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobs import delta
 from jobs.generate import turbine_program
@@ -842,3 +844,38 @@ def test_init_refuses_a_directory_holding_other_files(tmp_path):
     (landed / "landing" / "tick=0").mkdir(parents=True)
     assert api.init(str(landed), TURBINES)["created"]
     assert not api.init(str(landed), TURBINES)["created"]  # the lake itself: idempotent
+
+
+_VALUES = st.one_of(st.text(max_size=6), st.sampled_from(["2020-01-01", "12", "true", "null",
+                                                          '"', "\\", "\n", "é", "\u2028"]),
+                    st.integers(min_value=-2**70, max_value=2**70))
+
+
+@settings(max_examples=150, deadline=None)
+@given(subs=st.lists(st.dictionaries(st.sampled_from(["X", "Y", "T", 'Z"']), _VALUES,
+                                     max_size=3), max_size=8),
+       want=st.dictionaries(st.sampled_from(["X", "Y", "T", 'Z"']), _VALUES, max_size=3),
+       ascii_=st.booleans())
+def test_the_history_prefilter_keeps_every_answer_that_covers_the_atom(subs, want, ascii_):
+    """`hypo lake history` parses only the substitutions Arrow keeps (lake._may_cover): it
+    must keep every answer `_covers` accepts, whatever the values (quotes, line separators,
+    text Arrow would read as a date or a number, integers past 2⁶³)."""
+    from jobs.lake import _covers, _may_cover
+
+    col = pa.chunked_array([[json.dumps(s, ensure_ascii=ascii_, sort_keys=True)
+                             for s in subs]], pa.string())
+    keep = _may_cover(col, want).to_pylist()
+    assert len(keep) == len(subs)
+    for s, k in zip(subs, keep):
+        if _covers({"substitution": s, "excluded": {}}, want):
+            assert k, (s, want)
+
+
+def test_the_history_prefilter_drops_answers_bound_to_other_values():
+    from jobs.lake import _may_cover
+
+    subs = ['{"T": 3, "X": "wt1"}', '{"T": 4, "X": "wt1"}', '{"X": "wt2"}', '{"T": 3}', "{}",
+            None]
+    col = pa.chunked_array([subs], pa.string())
+    assert _may_cover(col, {"X": "wt1", "T": 3}).to_pylist() == [True, False, False, True,
+                                                                 True, True]
