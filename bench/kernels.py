@@ -1,0 +1,220 @@
+"""Per-operation floor of the in-process executor's candidates, on the shapes of a turbine
+tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
+the engine's Polars backend, as numpy over interned integer keys, and as a compiled
+(numba) kernel when numba is installed (it is not a requirement; pip install numba).
+
+A turbine tick at 10⁴ devices is ~180 backend operations; the issue's goal (300 000
+facts/s) leaves 6.3 ms a tick, i.e. ~35 µs an operation.  This prints, one JSON object per
+operation and size, the microseconds each candidate takes (median of --repeat runs):
+
+    .venv/bin/python bench/kernels.py [--repeat 300] [--format text|json]
+
+The numpy and numba columns join on one packed int64 key (device id · 2²⁰ + time), i.e.
+constants interned to integers at ingest: the executor they stand for would keep every
+object column as interned ids and render strings only at the output.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _time(fn, repeat: int) -> float:
+    """Median microseconds of fn() (after one warm-up call)."""
+    fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return round(statistics.median(out) * 1e6, 1)
+
+
+def frames(n_left: int, n_right: int, seed: int = 1):
+    """(state-like rows, fact-like rows) as Polars frames and as packed numpy keys."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    ld, lt = rng.integers(0, 10_000, n_left), rng.integers(0, 50, n_left)
+    rd, rt = rng.integers(0, 10_000, n_right), rng.integers(0, 50, n_right)
+    L = pl.DataFrame({"v0": [f"wt{i}" for i in ld], "v1": lt, "ev": rng.integers(0, 8, n_left),
+                      "exp": rng.integers(0, 60, n_left)})
+    R = pl.DataFrame({"a0": [f"wt{i}" for i in rd], "t": rt})
+    lk = (ld.astype(np.int64) << 20) | lt
+    rk = (rd.astype(np.int64) << 20) | rt
+    cols = {"k": lk, "ev": L["ev"].to_numpy(), "exp": L["exp"].to_numpy()}
+    return L, R, lk, rk, cols
+
+
+def numpy_ops(lk, rk, cols):
+    import numpy as np
+
+    def take(idx):
+        return {c: a[idx] for c, a in cols.items()}
+
+    def inner():
+        order = np.argsort(rk, kind="stable")
+        srt = rk[order]
+        lo = np.searchsorted(srt, lk, "left")
+        hi = np.searchsorted(srt, lk, "right")
+        cnt = hi - lo
+        li = np.repeat(np.arange(len(lk)), cnt)
+        starts = np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
+        ri = order[starts + np.arange(len(li))]
+        return take(li), ri
+
+    def semi():
+        return take(np.isin(lk, rk))
+
+    def anti():
+        return take(~np.isin(lk, rk))
+
+    def filt():
+        return take(cols["exp"] > 25)
+
+    def unique():
+        _, first = np.unique(cols["k"], return_index=True)
+        return take(np.sort(first))
+
+    return {"join_inner": inner, "join_semi": semi, "join_anti": anti, "filter": filt,
+            "unique": unique}
+
+
+def numba_ops(lk, rk, cols):
+    try:
+        import numba
+        import numpy as np
+    except ImportError:
+        return {}
+
+    @numba.njit(cache=False)
+    def slot(k, mask):
+        """The key's bucket: splitmix64's finaliser (packed keys differ in their high bits,
+        so the low bits of a plain multiplication would collide)."""
+        x = np.uint64(k)
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        return np.int64(x & np.uint64(mask))
+
+    @numba.njit(cache=False)
+    def build(rk):
+        cap = 1
+        while cap < 2 * len(rk):
+            cap <<= 1
+        head = np.full(cap, -1, np.int64)
+        nxt = np.full(len(rk), -1, np.int64)
+        for j in range(len(rk)):
+            h = slot(rk[j], cap - 1)
+            while head[h] != -1 and rk[head[h]] != rk[j]:
+                h = (h + 1) & (cap - 1)
+            nxt[j] = head[h]
+            head[h] = j
+        return head, nxt
+
+    @numba.njit(cache=False)
+    def probe(lk, rk, head, nxt):
+        cap = len(head)
+        li = np.empty(2 * len(lk) + 1, np.int64)
+        ri = np.empty(2 * len(lk) + 1, np.int64)
+        m = 0
+        for i in range(len(lk)):
+            h = slot(lk[i], cap - 1)
+            while head[h] != -1 and rk[head[h]] != lk[i]:
+                h = (h + 1) & (cap - 1)
+            j = head[h]
+            while j != -1:
+                if m == len(li):
+                    li = np.concatenate((li, np.empty(m, np.int64)))
+                    ri = np.concatenate((ri, np.empty(m, np.int64)))
+                li[m] = i
+                ri[m] = j
+                m += 1
+                j = nxt[j]
+        return li[:m], ri[:m]
+
+    @numba.njit(cache=False)
+    def member(lk, rk, head):
+        cap = len(head)
+        out = np.zeros(len(lk), np.bool_)
+        for i in range(len(lk)):
+            h = slot(lk[i], cap - 1)
+            while head[h] != -1:
+                if rk[head[h]] == lk[i]:
+                    out[i] = True
+                    break
+                h = (h + 1) & (cap - 1)
+        return out
+
+    def take(idx):
+        return {c: a[idx] for c, a in cols.items()}
+
+    def inner():
+        head, nxt = build(rk)
+        li, ri = probe(lk, rk, head, nxt)
+        return take(li), ri
+
+    def semi():
+        head, _ = build(rk)
+        return take(member(lk, rk, head))
+
+    def anti():
+        head, _ = build(rk)
+        return take(~member(lk, rk, head))
+
+    return {"join_inner": inner, "join_semi": semi, "join_anti": anti}
+
+
+def polars_ops(L, R):
+    import polars as pl
+
+    from reasoning.columnar.backend import PolarsBackend
+
+    B = PolarsBackend()
+    return {
+        "join_inner": lambda: B.join(L, R, ["v0", "v1"], ["a0", "t"], "inner"),
+        "join_semi": lambda: B.join(L, R, ["v0", "v1"], ["a0", "t"], "semi"),
+        "join_anti": lambda: B.join(L, R, ["v0", "v1"], ["a0", "t"], "anti"),
+        "filter": lambda: B.filter(L, pl.col("exp") > 25),
+        "unique": lambda: B.unique(L, ["v0", "v1"]),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=300)
+    ap.add_argument("--format", choices=["text", "json"], default="text")
+    ap.add_argument("--threads", type=int, default=1, help="Polars threads (default 1)")
+    args = ap.parse_args(argv)
+    os.environ["POLARS_MAX_THREADS"] = str(args.threads)
+    # the shapes of the turbine tick's largest and smallest operations (10⁴ devices)
+    for n_left, n_right in ((5426, 1480), (1, 4)):
+        L, R, lk, rk, cols = frames(n_left, n_right)
+        cands = {"polars": polars_ops(L, R), "numpy": numpy_ops(lk, rk, cols),
+                 "numba": numba_ops(lk, rk, cols)}
+        for op in cands["polars"]:
+            row = {"op": op, "left_rows": n_left, "right_rows": n_right}
+            for name, ops in cands.items():
+                row[f"{name}_us"] = _time(ops[op], args.repeat) if op in ops else None
+            if args.format == "json":
+                print(json.dumps(row), flush=True)
+            else:
+                print(f"{op:11s} {n_left:>5} x {n_right:<5} " + "  ".join(
+                    f"{n} {row[f'{n}_us'] if row[f'{n}_us'] is not None else '-':>8} µs"
+                    for n in cands), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
