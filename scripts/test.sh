@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: set up .venv/ and run the whole test suite (unit, property, Spark, Airflow).
 # The suite runs on HYPO_TEST_WORKERS pytest-xdist workers (default: the usable CPUs, at most
-# 2; 0 runs it in this one process, e.g. for --pdb).  A test file runs whole on one worker, so
+# 2; 0 or 1 runs it in this one process, e.g. for --pdb).  A test file runs whole on one worker, so
 # its module-scoped fixtures (the Spark session, Example 13's lake) are built once.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
