@@ -17,7 +17,7 @@ def relative_time_from(body: str, tau: int) -> str:
 
 class Changes:
     """`--changes`: per tick only the answers whose lines changed since the previous tick.
-    An answer (its query, substitution and exclusions: explain.answer_key) is printed with
+    An answer (its query, substitution and object exclusions: explain.answer_key) is printed with
     all its current lines when that set of lines changed — `new` (not printed before),
     `updated` (other evidence, hypotheses or deadline), `decided` (now definite) — and once
     as `refuted` when it is gone without having become definite.  Replaying the changes

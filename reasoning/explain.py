@@ -138,11 +138,22 @@ class Explainer:
             yield g
 
 
+def identity_exclusions(excluded: dict) -> list:
+    """The exclusions that are part of an answer's identity, sorted: those of object
+    variables.  A time variable's (integers: a head definite at that time, an instance
+    refuted there) are time constraints like its `time_from` floor, which drops them once
+    it passes them: as identity they made an answer whose instances did not change look
+    refuted (`P3(a, T) for T ∉ {0}` at tick 0, `for T ≥ 1` at tick 1)."""
+    return sorted((k, v) for k, v in excluded.items()
+                  if not (v and all(type(c) is int for c in v)))
+
+
 def answer_key(obj: dict) -> tuple:
-    """Identity of an answer for lifecycle tracking: query and bound substitution (and the
-    time constraints of periodic facts, when it has some)."""
+    """Identity of an answer for lifecycle tracking: query, bound substitution and the
+    exclusions of its object variables (identity_exclusions), and the time constraints of
+    periodic facts, when it has some."""
     key = (obj["query"], tuple(sorted(obj["substitution"].items())),
-           tuple(sorted((k, tuple(v)) for k, v in obj["excluded"].items())))
+           tuple((k, tuple(v)) for k, v in identity_exclusions(obj["excluded"])))
     if obj.get("periodic"):
         key += (json.dumps(obj["periodic"], sort_keys=True),)
     return key
@@ -255,7 +266,7 @@ def periodic_constraints(tp, b: tuple) -> dict:
 
 def key_of(tp, a: Answer) -> tuple:
     """explain.answer_key of an Answer without rendering it (its query, bound substitution
-    and single-variable exclusions)."""
+    and single-variable exclusions of object variables)."""
     return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
                        "excluded": exclusions(tp, a.ng)[0],
                        "periodic": periodic_constraints(tp, a.b)})

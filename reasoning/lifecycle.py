@@ -11,7 +11,8 @@ Per answer it records
 
 and per tick the counts of definite, hypothetical and pending answers and of refutations.
 
-An answer's identity is `explain.answer_key` — query, bound substitution and exclusions —
+An answer's identity is `explain.answer_key` — query, bound substitution and the exclusions
+of its object variables (a time variable's are time constraints, like its floor) —
 the identity of `hypo run`'s text view, `--changes` and the DAG's publish task: an answer
 whose exclusions grow (`X ∉ {wt1}` → `X ∉ {wt1, wt2}`) is the old answer refuted and a new
 one announced, as `--changes` prints it.  Definite answers are final: once confirmed, the

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from reasoning.changes import Changes, relative_time_from
 from reasoning.compiler import compile_program
+from reasoning.explain import answer_key
 from reasoning.patterns import Fact
 from reasoning.session import Session
 from tests.gen import cases
@@ -39,9 +40,9 @@ def full_and_changes(text: str, stream: dict, until: int, engine: str, pending: 
     return full, changes
 
 
-def _akey(o: dict) -> str:
-    return json.dumps([o["query"], sorted(o["substitution"].items()),
-                       sorted(o["excluded"].items())])
+def _akey(o: dict) -> tuple:
+    """The answer's identity, as --changes keys its lines (explain.answer_key)."""
+    return answer_key(o)
 
 
 def replay(changes: dict, until: int) -> dict:

@@ -367,3 +367,45 @@ def test_step3_reads_the_floors_of_the_answers_it_consults(engine):
     assert {k: (v[0][0], v[-1]) for k, v in seen.items()} == {
         ("a", 0): (0, (2, "hypothetical")), ("a", 2): (2, (4, "definite")),
         ("b", 4): (4, (6, "hypothetical"))}
+
+
+MOVING_FLOOR = """#query P3(X, T).
+#delay E1 = 0.
+#delay E2 = 0.
+P3(X, T) :- E1(X, T), E2(X, S).
+P3(X, T) :- not E1(X, T+1), E2(X, S).
+"""
+
+
+@by_engine
+def test_a_floor_passing_a_time_exclusion_refutes_nothing(engine, tmp_path, capsys):
+    """P3(a, 0) is definite at tick 0, so the waiting answer is `P3(a, T) for T ∉ {0} if not
+    E1(a, T+1)`; at tick 1 its floor passes 0 and it is `for T ≥ 1`: the same instances.  A
+    time variable's exclusions are not part of the answer's identity (explain.answer_key),
+    so no view calls it refuted: the text view, --changes and the lifecycles."""
+    from reasoning.cli import main
+    from reasoning.lifecycle import Lifecycles
+
+    prog, stream = tmp_path / "p.tdl", tmp_path / "s.jsonl"
+    prog.write_text(MOVING_FLOOR)
+    stream.write_text('{"tick": 0, "fact": "E1(a, 0)"}\n{"tick": 0, "fact": "E2(a, 0)"}\n'
+                      '{"tick": 1, "fact": "E2(b, 1)"}\n')
+    base = ["run", str(prog), "--stream", str(stream), "--until", "3", "--engine", engine]
+    assert main(base) == 0
+    text = capsys.readouterr().out
+    assert "P3(a, T) for T ∉ {0}  if not E1(a, T+1)" in text  # tick 0
+    assert "P3(a, T) for T ≥ 1  if not E1(a, T+1)" in text  # tick 1
+    assert "refuted" not in text
+    assert main(base + ["--format", "jsonl", "--changes"]) == 0
+    changes = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [c for c in changes if c["change"] == "refuted"] == []
+    assert [(c["tick"], c["change"], c["excluded"], c.get("time_from")) for c in changes
+            if c["substitution"] == {"X": "a"} and c["hypotheses"] == ["not E1(a, T+1)"]] == [
+        (0, "new", {"T": [0]}, None), (1, "updated", {}, {"T": 1})]
+    assert main(base + ["--format", "jsonl", "--all"]) == 0
+    lcs = Lifecycles()
+    objs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    for t in range(4):
+        lcs.observe(t, [o for o in objs if o["tick"] == t])
+    assert lcs.outcomes()["refuted"] == 0
+

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_object, printed_name,
-                       static_horizons)
+from ..explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_object, identity_exclusions,
+                       printed_name, static_horizons)
 from ..gcpause import frozen_survivors
 from ..metric import aux_template
 from ..syntax import Const, Time
@@ -768,7 +768,8 @@ def render_object(tp, a, tick: int, deadline: Optional[int], ng=None) -> dict:
 
 def answer_key_text(obj: dict) -> str:
     """The identity of an answer across ticks (explain.answer_key) as text."""
-    key = [obj["query"], sorted(obj["substitution"].items()), sorted(obj["excluded"].items())]
+    key = [obj["query"], sorted(obj["substitution"].items()),
+           identity_exclusions(obj["excluded"])]
     if obj.get("periodic"):
         key.append(json.dumps(obj["periodic"], sort_keys=True))
     return json.dumps(key, ensure_ascii=False)
