@@ -103,7 +103,9 @@ class Exactness:
         """H(p) per head predicate with answers that can wait (two literals or more): an answer
         of p with head time t is created (not derived from another) at tick t + H(p) at the
         latest — step 2 at t, step 1(a) by an arrival at the latest t + offset + δ, "past"
-        by the same bound.  None: unbounded (a head at a constant time)."""
+        by the same bound, step 3 when a negated literal on the head's time is decided, at
+        t + offset + its lag (_lag: δ, or an auxiliary query's own).  None: unbounded (a head
+        at a constant time)."""
         out: dict[str, Optional[int]] = {}
         by_head: dict[str, list] = {}
         for tp in self.templates:
@@ -130,11 +132,45 @@ class Exactness:
                     # t + (the head variable's literals' bound) at the latest
                     continue
                 h = max(h, lp.toff - tp.head.toff + self.delays.max(lp.pred))
+            for j in tp.neg if h is not None else ():
+                lp = tp.lits[j]
+                if lp.pred in self.rigid or lp.tvar != tp.head.tvar:
+                    continue
+                # step 3 decides it at its time + its lag at the latest, and an answer
+                # waiting on it is printed then for the first time
+                lag = self._lag(lp.pred, by_head, {})
+                h = None if lag is None else max(h, lp.toff - tp.head.toff + lag)
+                if h is None:
+                    break
             if p in out and (out[p] is None or h is None):
                 out[p] = None
             else:
                 out[p] = h if p not in out else max(out[p], h)
         return out
+
+    def _lag(self, pred: str, by_head: dict, memo: dict) -> Optional[int]:
+        """How long after its time an atom of `pred` can still be undecided: δ(pred), and for
+        a predicate with templates (an auxiliary query's; an EDB predicate's is its own
+        literal) the most over them of a literal on the head's time variable's offset plus
+        that literal's lag (None: unbounded, a head at a constant time).  Programs are
+        nonrecursive."""
+        if pred not in memo:
+            memo[pred] = self.delays.max(pred)
+            for tp in by_head.get(pred, ()):
+                if tp.head.tvar is None:
+                    memo[pred] = None
+                    break
+                for lp in tp.lits:
+                    if lp.pred in self.rigid or lp.tvar != tp.head.tvar:
+                        continue
+                    lag = self._lag(lp.pred, by_head, memo)
+                    if lag is None:
+                        memo[pred] = None
+                        break
+                    memo[pred] = max(memo[pred], lp.toff - tp.head.toff + lag)
+                if memo[pred] is None:
+                    break
+        return memo[pred]
 
     @staticmethod
     def arrived_ground(tp: ETemplate, b: Binding, present: Callable[[str, tuple, int], bool]
