@@ -568,6 +568,10 @@ class Preprocessor:
         pos = {l.atom for l in lits if l.positive}
         if any((not l.positive) and l.atom in pos for l in lits):
             return None  # inconsistent hypotheses
+        fixed = set(head.variables()) | set(bounds) | set(domains)
+        fixed.update(v for n in nogoods for v, _ in n)
+        fixed.update(v for l in lits if not l.positive for v in l.atom.variables())
+        lits = core_literals(lits, fixed)
         occurring = set(head.variables())
         for l in lits:
             occurring.update(l.atom.variables())
@@ -628,6 +632,88 @@ class Preprocessor:
         if not _subsumes(u, t, _index_of(indexes, uniq, i)):
             return False
         return j < i or not _subsumes(t, u, _index_of(indexes, uniq, j))
+
+
+def core_literals(lits: list[Literal], fixed: set[str]) -> list[Literal]:
+    """H without the positive literals that repeat another up to a renaming of their own
+    variables: a literal whose variables outside `fixed` (the head's, a negated literal's, a
+    nogood's, a time bound's) occur in no other literal is entailed by a literal equal to
+    it but for those (`E2(X, S1)` by `E2(X, S)`), so the conjunction keeps one.  Unfolding
+    makes such copies (two rules each with `∃S E2(X, S)`), and each printed near-duplicate
+    answers.  Linear (one key per literal); a copy that needs a larger renaming stays."""
+    count: dict[str, int] = {}
+    for l in lits:
+        for v in set(l.atom.variables()):
+            count[v] = count.get(v, 0) + 1
+
+    def private(a: Atom) -> set:
+        return {v for v in a.variables() if v not in fixed and count[v] == 1}
+
+    seen: set = set()
+    out = []
+    for l in lits:
+        if l.positive:
+            key = _private_shape(l.atom, private(l.atom))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(l)
+    # then a literal that another one instantiates (E2(X, S) by E2(X, T-5)), among at most
+    # CORE_CANDIDATES literals of its predicate
+    by_pred: dict[str, list[Atom]] = {}
+    for l in out:
+        if l.positive:
+            by_pred.setdefault(l.atom.pred, []).append(l.atom)
+    drop: set = set()
+    for l in out:
+        own = private(l.atom) if l.positive else set()
+        if not own:
+            continue
+        for m in by_pred[l.atom.pred][:CORE_CANDIDATES]:
+            if m is not l.atom and m not in drop and _instance_of(l.atom, m, own):
+                drop.add(l.atom)
+                break
+    return [l for l in out if not (l.positive and l.atom in drop)]
+
+
+CORE_CANDIDATES = 64
+
+
+def _instance_of(a: Atom, m: Atom, own: set[str]) -> bool:
+    """m is a with its own variables `own` replaced (consistently): a's object variables by
+    terms, its time variable by a time term at any offset."""
+    if len(a.args) != len(m.args) or (a.time is None) != (m.time is None):
+        return False
+    sub: dict = {}
+    for x, y in zip(a.args, m.args):
+        if isinstance(x, Var) and x.name in own:
+            if sub.setdefault(x.name, y) != y:
+                return False
+        elif x != y:
+            return False
+    if a.time is not None:
+        ta, tm = a.time, m.time
+        if ta.var in own:
+            return sub.setdefault(ta.var, (tm.var, tm.offset - ta.offset)) == \
+                (tm.var, tm.offset - ta.offset)
+        return ta == tm
+    return True
+
+
+def _private_shape(a: Atom, private: set[str]) -> tuple:
+    """The atom with its private variables numbered by first occurrence (a time variable's
+    offset dropped with it): equal shapes are the same atom up to renaming them."""
+    num: dict[str, int] = {}
+
+    def term(x):
+        if isinstance(x, Var) and x.name in private:
+            return ("*", num.setdefault(x.name, len(num)))
+        return x
+
+    t = a.time
+    tk = None if t is None else (("*", num.setdefault(t.var, len(num)))
+                                 if t.var in private else t)
+    return (a.pred, tuple(term(x) for x in a.args), tk)
 
 
 def _open_nogood(n: tuple, s: Subst) -> Optional[tuple]:

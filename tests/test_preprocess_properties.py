@@ -38,3 +38,33 @@ def test_every_template_derives_its_query(prog):
             if any(n in model for n in negs):
                 continue  # inconsistent hypotheses (002 Example 8): nothing to derive
             assert _ground(tp.head, env) in model, (str(tp), text)
+
+
+def _main_templates(text: str) -> list[str]:
+    return sorted(str(t) for t in compile_program(text, "<t>").main.templates)
+
+
+def test_a_literal_equal_to_another_but_for_its_own_variables_is_dropped():
+    """Unfolding P1 into P3 gives E2(X, S), E2(X, S1): one of them entails the other
+    (preprocess.core_literals), so one is kept and each answer is printed once."""
+    text = """#query P3(X, T).
+P1(X, T) :- not E1(X, T), E2(X, S).
+P3(X, T) :- P1(X, T+1), E2(X, S).
+"""
+    assert _main_templates(text) == ["⟨∅, {E2(X, S), ¬E1(X, T+1)}⟩"]
+    # and a time variable of its own, at another offset
+    assert _main_templates("#query P(X, T).\nP(X, T) :- A(X, T), B(X, S), B(X, S1-2).\n") == [
+        "⟨∅, {B(X, S), A(X, T)}⟩"]
+
+
+def test_literals_sharing_a_variable_with_others_are_kept():
+    """Y and Z are each shared with another literal, T with the head, W and Y with negated
+    literals: no literal is dropped.  A(X, Y, T) with Y its own is (A(X, Z, T) entails it)."""
+    for text in ("#query P(X, T).\nP(X, T) :- A(X, Y, T), A(X, Z, T), C(Z, T), D(Y, T).\n",
+                 "#query P(X, T).\nP(X, T) :- A(X, T), A(X, T2), C(X, T2).\n",
+                 "#query P(X, T).\nP(X, T) :- A(X, Y, T), A(X, W, T), not C(W, T), "
+                 "not D(Y, T).\n"):
+        (t,) = compile_program(text, "<t>").main.templates
+        assert len(t.literals) == len(text.split(":-")[1].split("), ")), (text, str(t))
+    assert _main_templates("#query P(X, T).\nP(X, T) :- A(X, Y, T), A(X, Z, T), C(Z, T).\n") \
+        == ["⟨∅, {A(X, Z, T), C(Z, T)}⟩"]
