@@ -680,24 +680,12 @@ CORE_CANDIDATES = 64
 
 
 def _instance_of(a: Atom, m: Atom, own: set[str]) -> bool:
-    """m is a with its own variables `own` replaced (consistently): a's object variables by
-    terms, its time variable by a time term at any offset."""
-    if len(a.args) != len(m.args) or (a.time is None) != (m.time is None):
-        return False
-    sub: dict = {}
-    for x, y in zip(a.args, m.args):
-        if isinstance(x, Var) and x.name in own:
-            if sub.setdefault(x.name, y) != y:
-                return False
-        elif x != y:
-            return False
-    if a.time is not None:
-        ta, tm = a.time, m.time
-        if ta.var in own:
-            return sub.setdefault(ta.var, (tm.var, tm.offset - ta.offset)) == \
-                (tm.var, tm.offset - ta.offset)
-        return ta == tm
-    return True
+    """m is a with its own variables `own` replaced (consistently; _match_atom with every
+    other variable of a mapped to itself)."""
+    fixed: Subst = {v: Var(v) for v in a.object_variables() if v not in own}
+    if a.time is not None and a.time.var is not None and a.time.var not in own:
+        fixed[a.time.var] = Time(a.time.var, 0)
+    return _match_atom(a, m, fixed) is not None
 
 
 def _private_shape(a: Atom, private: set[str]) -> tuple:
