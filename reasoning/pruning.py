@@ -20,7 +20,7 @@ class Pruner:
     """`--confidence`, `--min-confidence p`, `--max-state N` (002 §8): the arrival model fed
     every tick, the confidences of the printed answers, and the pruning of the main query's
     hypothetical and pending answers (never definite ones), removed from S_τ by either
-    executor (the columnar one: from its Polars frames; on another backend only the output
+    executor (the columnar one: from its in-process frames; on Spark only the output
     is pruned, a pruned answer staying hidden until it becomes definite)."""
 
     def __init__(self, args, cp, sess: Session, err: TextIO):
@@ -31,7 +31,7 @@ class Pruner:
         self.main_q = str(cp.main.atom)
         self.prunes = args.min_confidence is not None or args.max_state is not None
         self.hidden: set = set()
-        self.output_only = False  # a backend whose state is not pruned (not Polars)
+        self.output_only = False  # a backend whose state is not pruned (Spark)
         self.order = lambda x: (-x[0], x[1])  # most likely first (bench/confidence.py: random)
         self.n_low = self.n_over = 0
         self.state_pruned = 0

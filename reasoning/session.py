@@ -121,10 +121,14 @@ class Session:
 
     def _start_columnar(self) -> None:
         from .columnar import ColumnarEngine
+        from .columnar.choice import default_backend, polars_view
         from .columnar.render import Renderer
 
-        self.col = ColumnarEngine(self.cp, forget=self.forget, backend=self.backend)
-        self.renderer = Renderer(self.col)
+        self.col = ColumnarEngine(self.cp, forget=self.forget,
+                                  backend=self.backend or default_backend())
+        self._polars_view = polars_view(self.col)
+        self.renderer = Renderer(self._polars_view or self.col)
+        self._converted = None
 
     def restart(self, tau: int) -> None:
         """A fresh executor of the same kind whose next tick is τ (after a quiet stretch:
@@ -167,6 +171,21 @@ class Session:
         self._auto(len(sl))
         return self.step(sl.frames() if self.col is not None else sl.facts(), tau)
 
+    def _frames(self, frames: Optional[dict] = None) -> dict:
+        """The tick's frames (rep.frames unless given) as the renderer reads them: Polars
+        frames, converted once from the arrays executor's."""
+        frames = self.rep.frames if frames is None else frames
+        view = self._polars_view
+        if view is None:
+            return frames
+        memo = self._converted
+        if memo is not None and memo[0] is frames:
+            return memo[1]
+        conv = self.col.B.to_polars
+        out = {kp: conv(f) for kp, f in frames.items()}
+        self._converted = (frames, out)
+        return out
+
     def _auto(self, n: int) -> None:
         """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥
         threshold facts."""
@@ -182,7 +201,7 @@ class Session:
     def prune_main(self, keys: set) -> tuple[int, bool]:
         """Remove from S_τ the main query's non-definite answers whose answer_key is in
         `keys` (002 §8 pruning, `--min-confidence` / `--max-state`): (how many were removed,
-        whether some could only be hidden from the output — a backend other than Polars)."""
+        whether some could only be hidden from the output — the Spark backend)."""
         from .explain import key_of
 
         if self.col is None:
@@ -196,28 +215,28 @@ class Session:
                     eng.remove(ans)
                     n += 1
             return n, False
-        import polars as pl
-
         from .columnar.layout import row_to_answer
 
         col = self.col
+        B = col.B
         n = 0
         output_only = False
         for k, tp in enumerate(col.templates):
             if tp.qid != col.main_qid:
                 continue
             for P, A in list(col.S[k].items()):
-                if not isinstance(A, pl.DataFrame):
+                keep_rows = getattr(B, "keep_rows", None)
+                if keep_rows is None:  # Spark: the output only
                     output_only = True
                     continue
-                if not A.height:
+                if not B.height(A):
                     continue
                 lay = col.layouts[k]
                 mask = [len(a.ev) == len(tp.lits) or key_of(tp, a) not in keys
-                        for a in (row_to_answer(lay, r) for r in A.iter_rows(named=True))]
+                        for a in (row_to_answer(lay, r) for r in B.rows(A))]
                 drop = len(mask) - sum(mask)
                 if drop:
-                    col.S[k][P] = A.filter(pl.Series(mask, dtype=pl.Boolean))
+                    col.S[k][P] = keep_rows(A, mask)
                     n += drop
         return n, output_only
 
@@ -227,7 +246,7 @@ class Session:
         """The `hypo run --format jsonl` lines of the current tick (without the "none"
         line of an empty tick)."""
         if self.col is not None and not ground:
-            return self.renderer.lines(self.rep.frames, self.tau, all_queries, include_pending)
+            return self.renderer.lines(self._frames(), self.tau, all_queries, include_pending)
         return [json.dumps(o, ensure_ascii=False)
                 for o in self.objects(all_queries, include_pending, ground)]
 
@@ -251,7 +270,7 @@ class Session:
             if not frames:
                 return set()
             return {answer_key(json.loads(x)) for x in
-                    self.renderer.lines(frames, self.tau, False, True)}
+                    self.renderer.lines(self._frames(frames), self.tau, False, True)}
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
 
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
@@ -262,7 +281,7 @@ class Session:
         from .columnar.render import answer_key_text
 
         if self.col is not None:
-            return self.renderer.lines(self.rep.frames, self.tau, all_queries,
+            return self.renderer.lines(self._frames(), self.tau, all_queries,
                                        include_pending, with_keys=True)
         main = str(self.cp.main.atom)
         objs = self.objects(all_queries, include_pending, False)

@@ -208,6 +208,14 @@ class PolarsBackend:
     def from_arrow(self, table):
         return pl.from_arrow(table)
 
+    def keep_rows(self, df, mask: list):
+        """The rows whose entry in mask (a list of booleans, one per row) is true."""
+        return df.filter(pl.Series(mask, dtype=pl.Boolean))
+
+    def adopt(self, df):
+        """A frame of this backend from a Polars frame (the stream reader's slices)."""
+        return df
+
     def rows(self, df) -> list[dict]:
         return df.to_dicts()
 

@@ -129,6 +129,10 @@ class DelayPlan:
         self._group_memo[key] = got
         return got
 
+    def frames(self):
+        """The look-up tables built so far (kept across ticks)."""
+        return list(self._tables.values())
+
     def _table(self, B, sig: tuple, k: tuple, entries: list, name: str):
         got = self._tables.get((id(B), sig))
         if got is None:

@@ -140,6 +140,19 @@ class ColumnarEngine:
     def _sel(self, df, cols: list[str]):
         return self.B.select_cols(df, list(cols))
 
+    def live_frames(self):
+        """Every frame kept from one tick to the next: S, W, the delay tables and the last
+        report's frames (read by the renderer after the tick)."""
+        rep = getattr(self, "reported", None)
+        if rep is not None:
+            yield from rep.frames.values()
+            yield from rep.fresh.values()
+        for parts in self.S:
+            yield from parts.values()
+        yield from self.W.values()
+        for plan in self.dplans.values():
+            yield from plan.frames()
+
     def partitions(self, k: int):
         return self.S[k].items()
 
@@ -153,14 +166,19 @@ class ColumnarEngine:
             raise ValueError(f"tick {tau} follows tick {self.tau}: ticks must be consecutive")
         B = self.B
         B.begin_tick()
+        collect = getattr(B, "collect", None)
+        if collect is not None:  # interned values no frame kept across ticks holds
+            collect(self)
         self.seeded = set()
         rep = ColumnarReport(tau)
         cols = facts if isinstance(facts, dict) else facts_by_pred(facts)
+        cols = {p: c if isinstance(c, dict) else B.adopt(c) for p, c in cols.items()}
         D: dict = {}
         dup_frames = []
         for p, c in cols.items():
             if p not in self.edb:  # a predicate no rule uses: kept in W like the row engine
-                self.edb[p] = len([x for x in c if x != "t"]) + 1
+                self.edb[p] = len([x for x in (c if isinstance(c, dict) else B.columns(c))
+                                   if x != "t"]) + 1
                 self.dplans[p] = DelayPlan(self.delays, p)
                 self.W[p] = B.empty(fact_schema(self.edb[p] - 1, window=True))
             n = self.edb[p] - 1
@@ -235,6 +253,7 @@ class ColumnarEngine:
             self._drop_redundant(fresh)
         rep.frames = {(k, P): a for k in range(len(self.templates)) for P, a in self.S[k].items()}
         rep.fresh = fresh
+        self.reported = rep  # its frames stay readable until the next tick (rendering)
         if snapshot:
             rep.snapshot = self.answers()
             rep.new_definite = [row_to_answer(self.layouts[k], r) for (k, P), f in fresh.items()
@@ -359,7 +378,9 @@ class ColumnarEngine:
         B = self.B
         lay = self.layouts[k]
         objs = [x for x in sorted(P) if lay.kinds[x] == OBJ]
-        if not objs or (B.cheap_checks and not B.any_nonempty_list(df, "ng")):
+        # a time value's nogood is always of the `*` form (layout.encode_nogood)
+        times = self.multi_possible and any(lay.kinds[x] == INT for x in P)
+        if not (objs or times) or (B.cheap_checks and not B.any_nonempty_list(df, "ng")):
             return df
         has = B.list_len(B.col("ng")) > B.lit(0, INT)
         rest = B.filter(df, has)
@@ -371,7 +392,9 @@ class ColumnarEngine:
         else:
             multi = None
         out = [plain]
-        if not B.is_empty(rest):
+        if not objs:
+            out.append(rest)
+        elif not B.is_empty(rest):
             viol = []
             ng = B.col("ng")
             for x in objs:

@@ -1,0 +1,1175 @@
+"""The arrays executor of the set-at-a-time plan: the relational operations of backend.py's
+interface over numpy columns of interned integers, with compiled hash joins (kernels.py).
+
+Why a second in-process executor: a turbine tick at 10⁴ devices is ~180 operations on
+10³–10⁴ rows, and Polars' fixed cost of 100–250 µs an operation (bench/kernels.py) is most
+of the tick.  Here a frame is a dict of numpy arrays; every object value (a constant) and
+every list value (the `ng` nogood lists, aggregated lists) is interned once into an int64
+id, so joins, distinct and group-by run on packed int64 keys, and a filter is a boolean
+index per column (a few µs).  String and list operations work on the distinct ids of a
+column, not on its rows.
+
+Column semantics are Polars' (the reference backend): nulls propagate through arithmetic
+and comparisons, `&`/`|` are Kleene, a filter drops null conditions, min/max/coalesce skip
+nulls, joins never match null keys unless nulls_equal.
+
+A column is a Col: values `v` (int64 ids for OBJ/STRLIST/INTLIST, int64, bool or float64),
+null mask `m` (True = null; None: no nulls) and its kind (layout.py's kinds).
+"""
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+
+from . import kernels
+from .layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
+
+NULL = "null"  # the kind of an untyped null literal
+SWEEP_FLOOR = 65536  # interned entries below which no sweep runs (Symbols.due)
+_LISTS = (STRLIST, INTLIST)
+_IDS = (OBJ, STRLIST, INTLIST)
+_DT = {OBJ: np.int64, INT: np.int64, BOOL: np.bool_, FLOAT: np.float64, STRLIST: np.int64,
+       INTLIST: np.int64, NULL: np.int64}
+
+
+class Symbols:
+    """Interned values: id -> value and value -> id (strings, or tuples for lists).  Ids of
+    values no live frame holds are reused after `sweep` (bounded memory over a long run);
+    pinned ids (the plan's literals) are never freed."""
+
+    __slots__ = ("ids", "vals", "free", "pinned", "swept_at")
+
+    def __init__(self):
+        self.ids: dict = {}
+        self.vals: list = []
+        self.free: list = []
+        self.pinned: set = set()
+        self.swept_at = 0  # live entries after the last sweep
+
+    def id(self, x) -> int:
+        i = self.ids.get(x)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+                self.vals[i] = x
+            else:
+                i = len(self.vals)
+                self.vals.append(x)
+            self.ids[x] = i
+        return i
+
+    def due(self) -> bool:
+        """Enough new entries since the last sweep to look for dead ones."""
+        n = len(self.ids)
+        return n >= SWEEP_FLOOR and n >= 2 * self.swept_at
+
+    def sweep(self, live: np.ndarray) -> int:
+        """Free every id not in `live` (ids any live frame holds) nor pinned; returns how
+        many were freed."""
+        keep = np.zeros(len(self.vals), bool)
+        live = live[(live >= 0) & (live < keep.size)]
+        keep[live] = True
+        if self.pinned:
+            keep[np.fromiter(self.pinned, np.int64, len(self.pinned))] = True
+        dead = np.flatnonzero(~keep).tolist()
+        freed = 0
+        free = set(self.free)
+        for i in dead:
+            if i in free:
+                continue
+            x = self.vals[i]
+            if self.ids.get(x) == i:
+                del self.ids[x]
+            self.vals[i] = None
+            self.free.append(i)
+            freed += 1
+        self.swept_at = len(self.ids)
+        return freed
+
+    def encode(self, xs: Iterable) -> np.ndarray:
+        get = self.ids.get
+        out = []
+        app = out.append
+        for x in xs:
+            if x is None:
+                app(-1)
+                continue
+            i = get(x)
+            if i is None:
+                i = self.id(x)
+            app(i)
+        return np.array(out, dtype=np.int64)
+
+    def decode(self, ids: np.ndarray) -> list:
+        vals = self.vals
+        return [vals[i] if i >= 0 else None for i in ids.tolist()]
+
+
+class Col:
+    __slots__ = ("v", "m", "k")
+
+    def __init__(self, v: np.ndarray, m: Optional[np.ndarray], k: str):
+        self.v, self.m, self.k = v, m, k
+
+    def take(self, idx) -> "Col":
+        return Col(self.v[idx], None if self.m is None else self.m[idx], self.k)
+
+    def nulls(self) -> np.ndarray:
+        return self.m if self.m is not None else np.zeros(self.v.size, bool)
+
+    def __len__(self):
+        return self.v.size
+
+
+def _m_or(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a | b
+
+
+def _norm_mask(m: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    return m if m is not None and m.any() else None
+
+
+class Frame:
+    """A table: named Cols of equal length."""
+
+    __slots__ = ("cols", "n")
+
+    def __init__(self, cols: dict, n: int):
+        self.cols, self.n = cols, n
+
+    @property
+    def columns(self) -> list:
+        return list(self.cols)
+
+    @property
+    def height(self) -> int:
+        return self.n
+
+    def take(self, idx, n: int) -> "Frame":
+        return Frame({k: c.take(idx) for k, c in self.cols.items()}, n)
+
+    def __repr__(self):
+        return f"Frame({self.n} rows: {', '.join(f'{k}:{c.k}' for k, c in self.cols.items())})"
+
+
+# ---------------------------------------------------------------- expressions
+
+class Ex:
+    """An expression: f(frame) -> Col, with the name a select gives its column."""
+
+    __slots__ = ("f", "name", "agg")
+
+    def __init__(self, f, name: Optional[str] = None, agg: Optional[str] = None):
+        self.f, self.name, self.agg = f, name, agg
+
+    def __call__(self, fr: Frame) -> Col:
+        return self.f(fr)
+
+    # arithmetic and comparison (Polars semantics: null in, null out)
+    def _bin(self, other, op, kind=None):
+        o = _ex(other)
+
+        def f(fr, a=self, b=o):
+            x, y = a(fr), b(fr)
+            return op(x, y)
+        return Ex(f, self.name)
+
+    def __add__(self, o):
+        return self._bin(o, lambda x, y: _arith(x, y, np.add))
+
+    def __radd__(self, o):
+        return _ex(o)._bin(self, lambda x, y: _arith(x, y, np.add))
+
+    def __sub__(self, o):
+        return self._bin(o, lambda x, y: _arith(x, y, np.subtract))
+
+    def __rsub__(self, o):
+        return _ex(o)._bin(self, lambda x, y: _arith(x, y, np.subtract))
+
+    def __mul__(self, o):
+        return self._bin(o, lambda x, y: _arith(x, y, np.multiply))
+
+    def __floordiv__(self, o):
+        return self._bin(o, lambda x, y: _arith(x, y, _floordiv))
+
+    def __mod__(self, o):
+        return self._bin(o, lambda x, y: _arith(x, y, _mod))
+
+    def __neg__(self):
+        return Ex(lambda fr, a=self: _neg(a(fr)), self.name)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._bin(o, lambda x, y: _cmp(x, y, np.equal))
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._bin(o, lambda x, y: _cmp(x, y, np.not_equal))
+
+    def __lt__(self, o):
+        return self._bin(o, lambda x, y: _cmp(x, y, np.less))
+
+    def __le__(self, o):
+        return self._bin(o, lambda x, y: _cmp(x, y, np.less_equal))
+
+    def __gt__(self, o):
+        return self._bin(o, lambda x, y: _cmp(x, y, np.greater))
+
+    def __ge__(self, o):
+        return self._bin(o, lambda x, y: _cmp(x, y, np.greater_equal))
+
+    def __and__(self, o):
+        return self._bin(o, _and)
+
+    def __rand__(self, o):
+        return _ex(o)._bin(self, _and)
+
+    def __or__(self, o):
+        return self._bin(o, _or)
+
+    def __ror__(self, o):
+        return _ex(o)._bin(self, _or)
+
+    def __invert__(self):
+        return Ex(lambda fr, a=self: _not(a(fr)), self.name)
+
+    __hash__ = object.__hash__
+
+
+_OWNERS: "weakref.WeakSet" = weakref.WeakSet()  # engines whose frames hold ids
+_SYM: Symbols  # set by ArraysBackend (one symbol table a process: ids are comparable)
+_LST: Symbols
+
+
+def _const(value, kind: Optional[str]) -> tuple:
+    """(scalar for np.full, is null, kind) of a literal."""
+    if value is None:
+        return 0, True, kind or NULL
+    if kind is None:
+        kind = (BOOL if isinstance(value, bool) else INT if isinstance(value, int)
+                else FLOAT if isinstance(value, float) else OBJ if isinstance(value, str)
+                else STRLIST)
+    if kind == OBJ:
+        i = _SYM.id(str(value))
+        _SYM.pinned.add(i)
+        return i, False, kind
+    if kind in _LISTS:
+        i = _LST.id(tuple(value))
+        _LST.pinned.add(i)
+        return i, False, kind
+    if kind == FLOAT:
+        return float(value), False, kind
+    if kind == BOOL:
+        return bool(value), False, kind
+    return int(value), False, kind
+
+
+def _lit_ex(value, kind: Optional[str] = None) -> Ex:
+    s, isnull, k = _const(value, kind)
+    dt = _DT[k]
+    memo: list = [-1, None]  # the last height and its column (columns are never mutated)
+
+    def f(fr):
+        n = fr.n
+        if memo[0] != n:
+            memo[0], memo[1] = n, Col(np.full(n, s, dtype=dt),
+                                      np.ones(n, bool) if isnull else None, k)
+        return memo[1]
+    return Ex(f, "literal")
+
+
+def _ex(x) -> Ex:
+    return x if isinstance(x, Ex) else _lit_ex(x)
+
+
+def _arith(x: Col, y: Col, op) -> Col:
+    k = FLOAT if FLOAT in (x.k, y.k) else INT
+    m = _m_or(x.m, y.m)
+    return Col(op(x.v, y.v), m, k)
+
+
+def _floordiv(a, b):
+    with np.errstate(divide="ignore"):
+        return np.floor_divide(a, np.where(b == 0, 1, b))
+
+
+def _mod(a, b):
+    return np.mod(a, np.where(b == 0, 1, b))
+
+
+def _neg(x: Col) -> Col:
+    return Col(-x.v, x.m, x.k)
+
+
+def _cmp(x: Col, y: Col, op) -> Col:
+    m = _m_or(x.m, y.m)
+    if x.k == NULL or y.k == NULL:
+        n = x.v.size
+        return Col(np.zeros(n, bool), np.ones(n, bool), BOOL)
+    if x.k in _IDS and op not in (np.equal, np.not_equal):  # order of the values
+        xs, ys = _decode(x), _decode(y)
+        v = np.array([a is not None and b is not None and bool(op(a, b))
+                      for a, b in zip(xs, ys)], dtype=bool)
+        return Col(v, m, BOOL)
+    return Col(op(x.v, y.v), m, BOOL)
+
+
+def _and(x: Col, y: Col) -> Col:
+    xv = x.v if x.m is None else x.v & ~x.m
+    yv = y.v if y.m is None else y.v & ~y.m
+    v = xv & yv
+    if x.m is None and y.m is None:
+        return Col(v, None, BOOL)
+    # null unless one side is a known False
+    xf = ~x.v if x.m is None else ~x.v & ~x.m
+    yf = ~y.v if y.m is None else ~y.v & ~y.m
+    m = _m_or(x.m, y.m) & ~(xf | yf)
+    return Col(v, _norm_mask(m), BOOL)
+
+
+def _or(x: Col, y: Col) -> Col:
+    xv = x.v if x.m is None else x.v & ~x.m
+    yv = y.v if y.m is None else y.v & ~y.m
+    v = xv | yv
+    if x.m is None and y.m is None:
+        return Col(v, None, BOOL)
+    m = _m_or(x.m, y.m) & ~v
+    return Col(v, _norm_mask(m), BOOL)
+
+
+def _not(x: Col) -> Col:
+    return Col(~x.v, x.m, x.k)
+
+
+def _truth(c: Col) -> np.ndarray:
+    """The rows where a condition is true (null: false)."""
+    v = c.v.astype(bool, copy=False)
+    return v if c.m is None else v & ~c.m
+
+
+def _decode(c: Col) -> list:
+    """Python values of a column (None for nulls)."""
+    if c.k == OBJ:
+        out = _SYM.decode(c.v)
+    elif c.k in _LISTS:
+        out = _LST.decode(c.v)
+    elif c.k == NULL:
+        return [None] * c.v.size
+    else:
+        out = c.v.tolist()
+    if c.m is not None:
+        out = [None if mm else x for x, mm in zip(out, c.m.tolist())]
+    return out
+
+
+def _encode(vals: list, kind: str) -> Col:
+    """A Col of Python values (None for null)."""
+    n = len(vals)
+    if kind == OBJ:
+        v = _SYM.encode(vals) if n else np.zeros(0, np.int64)
+        m = v < 0
+    elif kind in _LISTS:
+        v = _LST.encode([None if x is None else tuple(x) for x in vals]) if n \
+            else np.zeros(0, np.int64)
+        m = v < 0
+    else:
+        m = np.fromiter((x is None for x in vals), bool, n)
+        dt = _DT[kind]
+        if m.any():
+            fill = False if kind == BOOL else 0
+            v = np.array([fill if x is None else x for x in vals], dtype=dt)
+        else:
+            v = np.array(vals, dtype=dt) if n else np.zeros(0, dt)
+    return Col(v, _norm_mask(m), kind)
+
+
+def _map_distinct(c: Col, fn, kind: str) -> Col:
+    """fn over the distinct non-null values of an id column (decoded), re-encoded as
+    `kind`; nulls stay null."""
+    if c.v.size == 0:
+        return Col(np.zeros(0, _DT[kind]), None, kind)
+    u, inv = np.unique(c.v, return_inverse=True)
+    table = _LST if c.k in _LISTS else _SYM
+    vals = [fn(table.vals[i]) if i >= 0 else None for i in u.tolist()]
+    got = _encode(vals, kind)
+    out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
+    out.m = _norm_mask(_m_or(out.m, c.m))
+    return out
+
+
+# ---------------------------------------------------------------- key packing
+
+def _codes(cols: list[list[Col]], nulls_equal: bool = False) -> list[np.ndarray]:
+    """One int64 code per row for each group of key columns (the groups are the sides of a
+    join, or one frame): equal codes ⇔ equal keys across groups; a row with a null key gets
+    -1 unless nulls_equal."""
+    n_keys = len(cols[0])
+    if n_keys == 1 and all(g[0].m is None and g[0].v.dtype == np.int64 for g in cols):
+        vs = [g[0].v for g in cols]
+        if all(not v.size or v.min() >= 0 for v in vs):  # ids, times ≥ 0: the key itself
+            return vs
+    outs = [np.zeros(len(g[0]) if g else 0, np.int64) for g in cols]
+    bad = [None] * len(cols)
+    span = 1
+    for j in range(n_keys):
+        side = [g[j] for g in cols]
+        vals = [c.v.astype(np.int64, copy=False) if c.v.dtype != np.float64 else c.v
+                for c in side]
+        nonempty = [v for v in vals if v.size]
+        if not nonempty:
+            continue
+        if any(v.dtype == np.float64 for v in vals):  # floats: their ranks
+            allv = np.concatenate(vals)
+            _, inv = np.unique(allv, return_inverse=True)
+            vals, pos = [], 0
+            for c in side:
+                vals.append(inv[pos:pos + c.v.size].astype(np.int64))
+                pos += c.v.size
+            nonempty = [v for v in vals if v.size]
+        lo = min(int(v.min()) for v in nonempty)
+        hi = max(int(v.max()) for v in nonempty)
+        width = hi - lo + 2
+        if width <= 0 or width > (1 << 62) or span > (1 << 62) // width:
+            allv = np.concatenate(vals)
+            _, inv = np.unique(allv, return_inverse=True)
+            vals, pos = [], 0
+            for c in side:
+                vals.append(inv[pos:pos + c.v.size].astype(np.int64))
+                pos += c.v.size
+            lo = 0
+            width = int(inv.max()) + 2 if inv.size else 2
+            if span > (1 << 62) // width:  # re-densify what is packed so far
+                allk = np.concatenate(outs)
+                _, kinv = np.unique(allk, return_inverse=True)
+                pos = 0
+                for i, o in enumerate(outs):
+                    outs[i] = kinv[pos:pos + o.size].astype(np.int64)
+                    pos += o.size
+                span = int(kinv.max()) + 1 if kinv.size else 1
+        for i, c in enumerate(side):
+            code = vals[i] - lo + 1
+            if c.m is not None:
+                code = np.where(c.m, 0, code)
+                if not nulls_equal:
+                    bad[i] = c.m if bad[i] is None else (bad[i] | c.m)
+            outs[i] = outs[i] * width + code
+        span *= width
+    for i, b in enumerate(bad):
+        if b is not None:
+            outs[i] = np.where(b, -1, outs[i])
+    return outs
+
+
+# ---------------------------------------------------------------- the backend
+
+class ArraysBackend:
+    """The in-process executor on numpy columns with compiled joins (see the module
+    docstring); the same interface as backend.PolarsBackend."""
+
+    name = "arrays"
+    cheap_checks = True
+
+    def __init__(self, threads: Optional[int] = None):
+        global _SYM, _LST
+        try:
+            _SYM
+        except NameError:
+            _SYM, _LST = Symbols(), Symbols()
+            _LST.pinned.add(_LST.id(()))
+        self.sym, self.lst = _SYM, _LST
+
+    # ------------------------------------------------------------ expressions
+    def col(self, name: str):
+        def f(fr, name=name):
+            try:
+                return fr.cols[name]
+            except KeyError:
+                raise KeyError(f"no column {name!r} in {fr!r}") from None
+        return Ex(f, name)
+
+    def lit(self, value: Any, kind: Optional[str] = None):
+        return _lit_ex(value, kind)
+
+    def null(self, kind: str):
+        return _lit_ex(None, kind)
+
+    def empty_list(self):
+        return _lit_ex((), STRLIST)
+
+    def str_list(self, values: Sequence[str]):
+        return _lit_ex(tuple(values), STRLIST)
+
+    def when(self, cond, then, otherwise):
+        cond, then, otherwise = _ex(cond), _ex(then), _ex(otherwise)
+
+        def f(fr):
+            c = _truth(cond(fr))
+            a, b = then(fr), otherwise(fr)
+            k = a.k if a.k != NULL else b.k
+            av, bv = a.v, b.v
+            if a.k == NULL:
+                av = np.zeros(c.size, _DT[k])
+            if b.k == NULL:
+                bv = np.zeros(c.size, _DT[k])
+            v = np.where(c, av, bv)
+            m = np.where(c, a.nulls(), b.nulls()) if (a.m is not None or b.m is not None) \
+                else None
+            return Col(v, _norm_mask(m), k)
+        return Ex(f, then.name)
+
+    def is_null(self, e):
+        return Ex(lambda fr, e=e: Col(e(fr).nulls().copy(), None, BOOL), e.name)
+
+    def not_null(self, e):
+        return Ex(lambda fr, e=e: Col(~e(fr).nulls(), None, BOOL), e.name)
+
+    def has_bit(self, e, i: int):
+        return Ex(lambda fr, e=e: (lambda c: Col((c.v & (1 << i)) != 0, c.m, BOOL))(e(fr)),
+                  e.name)
+
+    def set_bit(self, e, i: int):
+        return Ex(lambda fr, e=e: (lambda c: Col(c.v | (1 << i), c.m, INT))(e(fr)), e.name)
+
+    def bit_or(self, e, mask):
+        return e._bin(mask, lambda x, y: Col(x.v | y.v, _m_or(x.m, y.m), INT))
+
+    def bit_and(self, e, mask):
+        return e._bin(mask, lambda x, y: Col(x.v & y.v, _m_or(x.m, y.m), INT))
+
+    def bit_not(self, e):
+        return Ex(lambda fr, e=e: (lambda c: Col(~c.v, c.m, INT))(e(fr)), e.name)
+
+    def pmod(self, e, m: int):
+        return Ex(lambda fr, e=e: (lambda c: Col(np.mod(c.v, m), c.m, c.k))(e(fr)), e.name)
+
+    def _horizontal(self, exprs: list, pick, name=None):
+        def f(fr):
+            cs = [x(fr) for x in exprs]
+            k = next((c.k for c in cs if c.k != NULL), INT)
+            n = fr.n
+            fill = {np.minimum: np.iinfo(np.int64).max, np.maximum: np.iinfo(np.int64).min}
+            v = None
+            allnull = np.ones(n, bool)
+            for c in cs:
+                if c.k == NULL:
+                    continue
+                cv = c.v if c.m is None else np.where(c.m, fill[pick], c.v)
+                v = cv if v is None else pick(v, cv)
+                allnull &= c.nulls()
+            if v is None:
+                return Col(np.zeros(n, np.int64), np.ones(n, bool), k)
+            return Col(np.where(allnull, 0, v), _norm_mask(allnull), k)
+        return Ex(f, exprs[0].name if exprs else "literal")
+
+    def least(self, exprs: list):
+        return self._horizontal(exprs, np.minimum) if exprs else self.null(INT)
+
+    def greatest(self, exprs: list):
+        return self._horizontal(exprs, np.maximum) if exprs else self.null(INT)
+
+    def coalesce(self, exprs: list):
+        def f(fr):
+            cs = [x(fr) for x in exprs]
+            k = next((c.k for c in cs if c.k != NULL), NULL)
+            n = fr.n
+            v = np.zeros(n, _DT[k])
+            m = np.ones(n, bool)
+            for c in cs:
+                if c.k == NULL:
+                    continue
+                take = m & ~c.nulls()
+                v = np.where(take, c.v, v)
+                m &= ~take
+            return Col(v, _norm_mask(m), k)
+        return Ex(f, exprs[0].name)
+
+    def any_of(self, exprs: list):
+        if not exprs:
+            return self.lit(False)
+        out = exprs[0]
+        for e in exprs[1:]:
+            out = out | e
+        return out
+
+    def all_of(self, exprs: list):
+        if not exprs:
+            return self.lit(True)
+        out = exprs[0]
+        for e in exprs[1:]:
+            out = out & e
+        return out
+
+    def concat_str(self, parts: list):
+        def f(fr):
+            cs = [_ex(p)(fr) for p in parts]
+            cols = [_decode(c) if c.k in (OBJ, NULL) else
+                    [None if x is None else str(x) for x in _decode(c)] for c in cs]
+            vals = [None if any(x is None for x in row) else "".join(row)
+                    for row in zip(*cols)] if cols else []
+            return _encode(vals, OBJ)
+        return Ex(f, _ex(parts[0]).name if parts else "literal")
+
+    def to_str(self, e):
+        def f(fr):
+            c = e(fr)
+            if c.k == OBJ:
+                return c
+            vals = _decode(c)
+            if c.k == BOOL:
+                return _encode([None if x is None else ("true" if x else "false")
+                                for x in vals], OBJ)
+            return _encode([None if x is None else str(x) for x in vals], OBJ)
+        return Ex(f, e.name)
+
+    def _str_map(self, e, fn, kind: str = OBJ):
+        return Ex(lambda fr: _map_distinct(e(fr), fn, kind), e.name)
+
+    def str_len(self, e):
+        return self._str_map(e, len, INT)
+
+    def str_replace(self, e, old: str, new: str):
+        return self._str_map(e, lambda s: s.replace(old, new))
+
+    def str_matches(self, e, pattern: str):
+        rx = re.compile(pattern)
+        return self._str_map(e, lambda s: rx.search(s) is not None, BOOL)
+
+    def json_str(self, e):
+        return self._str_map(e, lambda s: json.dumps(s, ensure_ascii=False))
+
+    def str_starts(self, e, prefix: str):
+        return self._str_map(e, lambda s: s.startswith(prefix), BOOL)
+
+    def list_contains(self, lst, item):
+        def f(fr):
+            lc, ic = lst(fr), _ex(item)(fr)
+            items = _decode(ic)
+            lists = _LST.vals
+            memo: dict = {}
+            out = np.zeros(fr.n, bool)
+            lv = lc.v.tolist()
+            for r in range(fr.n):
+                li, x = lv[r], items[r]
+                if li < 0:
+                    continue
+                key = (li, x)
+                got = memo.get(key)
+                if got is None:
+                    got = memo[key] = x in lists[li]
+                out[r] = got
+            return Col(out, lc.m, BOOL)
+        return Ex(f, lst.name)
+
+    def list_len(self, lst):
+        return Ex(lambda fr: _map_distinct(lst(fr), len, INT), lst.name)
+
+    def list_concat(self, a, b):
+        return self._list_zip([a, b], lambda xs: tuple(x for t in xs for x in t))
+
+    def _list_zip(self, exprs: list, fn, kind: str = STRLIST):
+        """fn over the rows' tuples of list values (null if any is null)."""
+        def f(fr):
+            cs = [x(fr) for x in exprs]
+            k = next((c.k for c in cs if c.k in _LISTS), kind)
+            if len(cs) == 1:
+                return _map_distinct(cs[0], lambda t: fn([t]), k)
+            codes = _codes([cs], nulls_equal=True)[0]
+            gid, first = kernels.factorize(codes)
+            vals = []
+            lists = _LST.vals
+            for r in first.tolist():
+                parts = []
+                for c in cs:
+                    if c.m is not None and c.m[r]:
+                        parts = None
+                        break
+                    parts.append(lists[int(c.v[r])])
+                vals.append(None if parts is None else fn(parts))
+            got = _encode(vals, k)
+            return Col(got.v[gid], None if got.m is None else _norm_mask(got.m[gid]), k)
+        return Ex(f, exprs[0].name)
+
+    def list_of(self, items: list):
+        return self._typed(items, None)
+
+    def typed_list(self, items: list, kind: str):
+        return self._typed(items, kind)
+
+    def _typed(self, items: list, kind: Optional[str]):
+        def f(fr):
+            cs = [_ex(i)(fr) for i in items]
+            ek = kind or next((c.k for c in cs if c.k != NULL), OBJ)
+            lk = INTLIST if ek == INT else STRLIST
+            if not cs:
+                return Col(np.full(fr.n, _LST.id(()), np.int64), None, lk)
+            codes = _codes([cs], nulls_equal=True)[0]
+            gid, first = kernels.factorize(codes)
+            dec = [_decode(c.take(first)) for c in cs]
+            vals = [tuple(row) for row in zip(*dec)]
+            got = _encode(vals, lk)
+            return Col(got.v[gid], None, lk)
+        return Ex(f, _ex(items[0]).name if items else "literal")
+
+    def get_item(self, lst, i: int):
+        def f(fr):
+            c = lst(fr)
+            kind = INT if c.k == INTLIST else OBJ
+            return _map_distinct(c, lambda t: t[i] if -len(t) <= i < len(t) else None, kind)
+        return Ex(f, lst.name)
+
+    def cast(self, e, kind: str):
+        def f(fr):
+            c = e(fr)
+            if c.k == kind:
+                return c
+            if c.k == NULL:
+                return Col(np.zeros(fr.n, _DT[kind]), np.ones(fr.n, bool), kind)
+            if kind in _IDS or c.k in _IDS:
+                conv = {OBJ: str, INT: int, FLOAT: float, BOOL: bool}.get(kind, lambda x: x)
+                return _encode([None if x is None else conv(x) for x in _decode(c)], kind)
+            return Col(c.v.astype(_DT[kind]), c.m, kind)
+        return Ex(f, e.name)
+
+    def _list_map(self, lst, fn, kind: Optional[str] = None):
+        return Ex(lambda fr: (lambda c: _map_distinct(c, fn, kind or c.k))(lst(fr)), lst.name)
+
+    def list_norm(self, lst):
+        return self._list_map(lst, lambda t: tuple(sorted({x for x in t if x is not None})))
+
+    def list_drop_prefix(self, lst, prefix: str):
+        return self._list_map(lst, lambda t: tuple(x for x in t if not (
+            x is not None and x.startswith(prefix))))
+
+    def list_any_prefix(self, lst, prefix: str):
+        return self._list_map(lst, lambda t: any(x is not None and x.startswith(prefix)
+                                                 for x in t), BOOL)
+
+    def list_prefix(self, lst, prefix: str):
+        return self._list_map(lst, lambda t: tuple(None if x is None else prefix + x
+                                                   for x in t))
+
+    def list_strip_prefix(self, lst, prefix: str):
+        n = len(prefix)
+        return self._list_map(lst, lambda t: tuple(x[n:] for x in t if x is not None
+                                                   and x.startswith(prefix)))
+
+    def list_minus(self, a, b):
+        def fn(parts):
+            x, y = parts
+            ys = set(y)
+            return tuple(dict.fromkeys(v for v in x if v not in ys))
+        return self._list_zip([a, b], fn)
+
+    def list_join(self, lst, sep: str):
+        return self._list_map(lst, lambda t: sep.join(x for x in t if x is not None), OBJ)
+
+    def list_eval(self, lst, fn):
+        """Map every element through fn(element expression)."""
+        def f(fr):
+            c = lst(fr)
+            ek = INT if c.k == INTLIST else OBJ
+            u, inv = np.unique(c.v, return_inverse=True) if c.v.size else (c.v, c.v)
+            lists = _LST.vals
+            flat, owner = [], []
+            for gi, li in enumerate(u.tolist()):
+                if li >= 0:
+                    t = lists[li]
+                    flat.extend(t)
+                    owner.extend([gi] * len(t))
+            el = _encode(flat, ek)
+            res = _decode(fn(Ex(lambda _fr: el, ""))(Frame({"": el}, len(flat))))
+            per: list = [[] for _ in range(u.size)]
+            for o, x in zip(owner, res):
+                per[o].append(x)
+            rk = STRLIST if not res or isinstance(next((x for x in res if x is not None),
+                                                       ""), str) else INTLIST
+            got = _encode([tuple(p) if li >= 0 else None for p, li in zip(per, u.tolist())],
+                          rk)
+            return Col(got.v[inv], _norm_mask(_m_or(None if got.m is None else got.m[inv],
+                                                    c.m)), rk)
+        return Ex(f, lst.name)
+
+    def alias(self, e, name: str):
+        e = _ex(e)
+        return Ex(e.f, name, e.agg)
+
+    # ------------------------------------------------------------ frames
+    def empty(self, schema: dict[str, str]):
+        return Frame({k: Col(np.zeros(0, _DT[v]), None, v) for k, v in schema.items()}, 0)
+
+    def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
+        n = next((len(v) for v in cols.values()), 0)
+        return Frame({k: _encode(list(cols.get(k, [None] * n)), v)
+                      for k, v in schema.items()}, n)
+
+    def from_rows(self, rows: list[dict], schema: dict[str, str]):
+        if not rows:
+            return self.empty(schema)
+        return Frame({k: _encode([r.get(k) for r in rows], v) for k, v in schema.items()},
+                     len(rows))
+
+    def from_arrow(self, table):
+        import polars as pl
+
+        return self.adopt(pl.from_arrow(table))
+
+    def keep_rows(self, df, mask: list):
+        """The rows whose entry in mask (a list of booleans, one per row) is true."""
+        idx = np.flatnonzero(np.array(mask, dtype=bool))
+        return df.take(idx, idx.size)
+
+    def adopt(self, df):
+        """A frame of this backend from a Polars frame (a slice as the stream reader read
+        it); a Frame passes through."""
+        if isinstance(df, Frame):
+            return df
+        import polars as pl
+
+        cols = {}
+        for name, s in zip(df.columns, df.get_columns()):
+            dt = s.dtype
+            if dt == pl.String:
+                kind = OBJ
+            elif dt == pl.Boolean:
+                kind = BOOL
+            elif dt.is_float():
+                kind = FLOAT
+            elif isinstance(dt, pl.List):
+                kind = INTLIST if dt.inner.is_integer() else STRLIST
+            else:
+                kind = INT
+            if kind in (INT, BOOL, FLOAT):
+                m = s.is_null().to_numpy() if s.null_count() else None
+                v = s.fill_null(0 if kind != BOOL else False).to_numpy().astype(_DT[kind])
+                cols[name] = Col(v, m, kind)
+            else:
+                cols[name] = _encode(s.to_list(), kind)
+        return Frame(cols, df.height)
+
+    def to_polars(self, fr: Frame):
+        """The frame as Polars (strings and lists decoded)."""
+        import polars as pl
+
+        from .backend import _DTYPES
+
+        return pl.DataFrame({k: pl.Series(k, _decode(c), dtype=_DTYPES.get(c.k, pl.Null))
+                             for k, c in fr.cols.items()})
+
+    def rows(self, df) -> list[dict]:
+        names = list(df.cols)
+        cols = [_decode(c) for c in df.cols.values()]
+        kinds = [c.k for c in df.cols.values()]
+        cols = [[None if x is None else list(x) for x in col] if k in _LISTS else col
+                for col, k in zip(cols, kinds)]
+        return [dict(zip(names, row)) for row in zip(*cols)] if cols else [{}] * df.n
+
+    def height(self, df) -> int:
+        return df.n
+
+    def col_max(self, df, col: str):
+        c = df.cols[col]
+        v = c.v if c.m is None else c.v[~c.m]
+        if not v.size:
+            return None
+        if c.k == OBJ:
+            return max(_SYM.vals[i] for i in np.unique(v).tolist())
+        return v.max().item()
+
+    def any_nonempty_list(self, df, col: str) -> bool:
+        c = df.cols[col]
+        if df.n == 0:
+            return False
+        empty = _LST.id(())
+        return bool(((c.v != empty) & (c.v >= 0)).any())
+
+    def is_empty(self, df) -> bool:
+        return df.n == 0
+
+    def exists(self, df) -> bool:
+        return df.n > 0
+
+    def begin_tick(self) -> None:
+        pass
+
+    def collect(self, owner) -> int:
+        """Free the interned strings and lists that no live frame holds, once the tables
+        doubled since the last sweep.  The live frames are those every engine on this
+        process's tables keeps across ticks (`owner.live_frames()`: S_τ, W, the delay tables,
+        the last report); the tables are shared, so every owner still alive is asked.  A
+        list holds its values, not ids of the string table.  Returns how many were freed."""
+        _OWNERS.add(owner)
+        if not (_SYM.due() or _LST.due()):
+            return 0
+        frames = [f for o in list(_OWNERS) for f in o.live_frames()]
+        lst_live = [c.v for f in frames for c in f.cols.values() if c.k in _LISTS]
+        freed = _LST.sweep(np.concatenate(lst_live) if lst_live else np.zeros(0, np.int64))
+        obj_live = [c.v for f in frames for c in f.cols.values() if c.k == OBJ]
+        freed += _SYM.sweep(np.concatenate(obj_live) if obj_live else np.zeros(0, np.int64))
+        return freed
+
+    def columns(self, df) -> list[str]:
+        return list(df.cols)
+
+    def values(self, df, col: str) -> list:
+        c = df.cols[col]
+        u = np.unique(c.v if c.m is None else c.v[~c.m])
+        out = _decode(Col(u, None, c.k))
+        if c.k in _LISTS:
+            out = [list(x) for x in out]
+        if c.m is not None and c.m.any():
+            out.append(None)
+        return out
+
+    def _eval(self, df, e) -> Col:
+        c = _ex(e)(df)
+        if c.v.size != df.n:  # a scalar aggregate broadcast
+            c = Col(np.resize(c.v, df.n), None if c.m is None else np.resize(c.m, df.n), c.k)
+        return c
+
+    def filter(self, df, cond):
+        keep = _truth(self._eval(df, cond))
+        if keep.all():
+            return df
+        idx = np.flatnonzero(keep)
+        return df.take(idx, idx.size)
+
+    def with_columns(self, df, exprs: dict):
+        if not exprs:
+            return df
+        new = {k: self._eval(df, e) for k, e in exprs.items()}
+        cols = dict(df.cols)
+        cols.update(new)
+        return Frame(cols, df.n)
+
+    def select(self, df, items: list):
+        cols = {}
+        for e in items:
+            e = _ex(e)
+            cols[e.name] = self._eval(df, e)
+        return Frame(cols, df.n)
+
+    def select_cols(self, df, cols: list):
+        if list(df.cols) == cols:
+            return df
+        return Frame({c: df.cols[c] for c in cols}, df.n)
+
+    def drop(self, df, cols: Iterable[str]):
+        drop = set(cols)
+        if not drop & df.cols.keys():
+            return df
+        return Frame({k: c for k, c in df.cols.items() if k not in drop}, df.n)
+
+    def join(self, left, right, left_on: list, right_on: list, how: str = "inner",
+             nulls_equal: bool = False):
+        """Equi-join; keys are column names or expressions (left) and column names (right);
+        the right key columns are dropped (Polars' coalescing)."""
+        if how == "cross" or (not left_on and how == "inner"):
+            li = np.repeat(np.arange(left.n), right.n)
+            ri = np.tile(np.arange(right.n), left.n)
+            return self._combine(left, right, li, ri, set())
+        if not left_on:
+            if how == "semi":
+                return left if right.n else left.take(np.zeros(0, np.int64), 0)
+            if how == "anti":
+                return left.take(np.zeros(0, np.int64), 0) if right.n else left
+            raise ValueError(f"join without keys: {how}")
+        lcols = [left.cols[x] if isinstance(x, str) else self._eval(left, x) for x in left_on]
+        rcols = [right.cols[x] for x in right_on]
+        lk, rk = _codes([lcols, rcols], nulls_equal)
+        if how in ("semi", "anti"):
+            hit = kernels.member(lk, rk)
+            keep = hit if how == "semi" else ~hit
+            if keep.all():
+                return left
+            idx = np.flatnonzero(keep)
+            return left.take(idx, idx.size)
+        if how not in ("inner", "left"):
+            raise ValueError(f"join type {how!r}")
+        li, ri = kernels.join_index(lk, rk, how == "left")
+        # Polars coalesces the key columns only when every key is a column name
+        coalesce = all(isinstance(x, str) for x in left_on)
+        return self._combine(left, right, li, ri, set(right_on) if coalesce else set())
+
+    def _combine(self, left, right, li, ri, drop: set):
+        n = li.size
+        cols = {k: c.take(li) for k, c in left.cols.items()}
+        miss = ri < 0
+        any_miss = bool(miss.any())
+        rsafe = np.where(miss, 0, ri) if any_miss else ri
+        for k, c in right.cols.items():
+            if k in drop:
+                continue
+            name = k if k not in cols else k + "_right"
+            if right.n == 0:
+                cols[name] = Col(np.zeros(n, _DT[c.k]), np.ones(n, bool) if n else None, c.k)
+                continue
+            t = c.take(rsafe)
+            if any_miss:
+                t = Col(t.v, _m_or(t.m, miss), t.k)
+            cols[name] = t
+        return Frame(cols, n)
+
+    def concat(self, dfs: list, schema: Optional[dict] = None):
+        dfs = [d for d in dfs if d is not None]
+        if not dfs:
+            return self.empty(schema or {})
+        if len(dfs) == 1:
+            return dfs[0]
+        names = list(dfs[0].cols)
+        cols = {}
+        for k in names:
+            parts = [d.cols[k] for d in dfs]
+            kind = next((c.k for c in parts if c.k != NULL), NULL)
+            vs = []
+            for c in parts:
+                v = c.v
+                if c.k != kind:
+                    if c.k == NULL:
+                        v = np.zeros(c.v.size, _DT[kind])
+                    elif kind == FLOAT:
+                        v = v.astype(np.float64)
+                vs.append(v)
+            m = None
+            if any(c.m is not None for c in parts):
+                m = np.concatenate([c.nulls() for c in parts])
+            cols[k] = Col(np.concatenate(vs), m, kind)
+        return Frame(cols, sum(d.n for d in dfs))
+
+    def _groups(self, df, keys: list):
+        codes = _codes([[df.cols[k] for k in keys]], nulls_equal=True)[0]
+        return kernels.factorize(codes)
+
+    def unique(self, df, subset: Optional[list] = None):
+        if df.n <= 1:
+            return df
+        gid, first = self._groups(df, subset or list(df.cols))
+        if first.size == df.n:
+            return df
+        return df.take(first, first.size)
+
+    def sort(self, df, cols: list):
+        if df.n <= 1:
+            return df
+        keys = []
+        for c in reversed(cols):
+            col = df.cols[c]
+            if col.k in _IDS:
+                dec = _decode(col)
+                order = sorted(range(len(dec)), key=lambda i: (dec[i] is not None, dec[i]
+                                                               if dec[i] is not None else ""))
+                rank = np.empty(len(dec), np.int64)
+                rank[order] = np.arange(len(dec))
+                keys.append(rank)
+            else:
+                v = col.v
+                if col.m is not None:
+                    keys.append(v)
+                    keys.append(~col.m)  # nulls first
+                    continue
+                keys.append(v)
+        idx = np.lexsort(keys)
+        return df.take(idx, df.n)
+
+    def column_list(self, df, col: str) -> list:
+        c = df.cols[col]
+        out = _decode(c)
+        return [None if x is None else list(x) for x in out] if c.k in _LISTS else out
+
+    def explode(self, df, col: str):
+        c = df.cols[col]
+        ek = INT if c.k == INTLIST else OBJ
+        lists = _LST.vals
+        # as Polars: an empty list gives no row, a null list one null
+        ids = c.v.tolist() if c.m is None else [-1 if m else i for i, m in
+                                                zip(c.v.tolist(), c.m.tolist())]
+        lens = np.array([len(lists[i]) if i >= 0 else 1 for i in ids], np.int64)
+        idx = np.repeat(np.arange(df.n), lens)
+        flat = []
+        for i in ids:
+            flat.extend(lists[i] if i >= 0 else (None,))
+        out = df.take(idx, idx.size)
+        out.cols[col] = _encode(flat, ek)
+        return out
+
+    def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
+        if df.n == 0:
+            cols = {k: Col(np.zeros(0, _DT[df.cols[k].k]), None, df.cols[k].k) for k in keys}
+            for name, a in aggs.items():
+                kind = {"any": BOOL, "sum": INT}.get(a.agg, INT)
+                if a.agg in ("list", "distinct"):
+                    kind = STRLIST
+                cols[name] = Col(np.zeros(0, _DT[kind]), None, kind)
+            return Frame(cols, 0)
+        gid, first = self._groups(df, keys)
+        g = first.size
+        cols = {k: df.cols[k].take(first) for k in keys}
+        for name, a in aggs.items():
+            c = self._eval(df, Ex(a.f, a.name))
+            cols[name] = _aggregate(a.agg, c, gid, g)
+        return Frame(cols, g)
+
+    # aggregation expressions for group_agg
+    def agg_any(self, e):
+        return Ex(e.f, e.name, "any")
+
+    def agg_list(self, e):
+        return Ex(e.f, e.name, "list")
+
+    def agg_distinct(self, e):
+        return Ex(e.f, e.name, "distinct")
+
+    def agg_sum(self, e):
+        return Ex(e.f, e.name, "sum")
+
+    def agg_max(self, e):
+        return Ex(e.f, e.name, "max")
+
+    def agg_min(self, e):
+        return Ex(e.f, e.name, "min")
+
+    def with_row_id(self, df, name: str):
+        cols = {name: Col(np.arange(df.n, dtype=np.int64), None, INT)}
+        cols.update(df.cols)
+        return Frame(cols, df.n)
+
+    def materialize(self, df):
+        return df
+
+
+def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
+    valid = ~c.nulls()
+    if kind == "any":
+        out = np.zeros(g, bool)
+        np.logical_or.at(out, gid[valid], c.v[valid].astype(bool)) if valid.any() else None
+        return Col(out, None, BOOL)
+    if kind == "sum":
+        out = np.zeros(g, c.v.dtype if c.k == FLOAT else np.int64)
+        np.add.at(out, gid[valid], c.v[valid])
+        return Col(out, None, c.k if c.k != NULL else INT)
+    if kind in ("max", "min"):
+        big = np.iinfo(np.int64).max if c.v.dtype != np.float64 else np.inf
+        fill = -big if kind == "max" else big
+        out = np.full(g, fill, dtype=c.v.dtype if c.k != BOOL else np.int64)
+        (np.maximum if kind == "max" else np.minimum).at(out, gid[valid], c.v[valid])
+        has = np.zeros(g, bool)
+        has[gid[valid]] = True
+        out = np.where(has, out, 0)
+        return Col(out.astype(c.v.dtype), _norm_mask(~has), c.k if c.k != NULL else INT)
+    # list / distinct: the non-null values of each group in row order, as an interned list
+    lk = INTLIST if c.k == INT else STRLIST
+    order = np.argsort(gid, kind="stable")
+    order = order[valid[order]]
+    vals = _decode(Col(c.v[order], None, c.k)) if order.size else []
+    gs = gid[order]
+    bounds = np.searchsorted(gs, np.arange(g + 1))
+    per = []
+    for i in range(g):
+        part = vals[bounds[i]:bounds[i + 1]]
+        per.append(tuple(dict.fromkeys(part)) if kind == "distinct" else tuple(part))
+    return _encode(per, lk)
