@@ -116,26 +116,33 @@ def test_unique_group_by_and_explode_as_polars(left):
     both(lambda B, df: B.explode(B.select(df, [B.col("y"), B.col("l")]), "l"), left)
 
 
-def test_kernels_agree_with_numpy_fallback():
-    """The compiled kernels and the numpy code they replace give the same pairs."""
+@pytest.mark.parametrize("compiled", [True, False])
+def test_kernels_give_the_pairs_of_a_nested_loop(compiled, monkeypatch):
+    """The compiled kernels and the numpy code that stands in for them without numba."""
     import numpy as np
 
+    if compiled and not kernels.COMPILED:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(kernels, "COMPILED", compiled)
     rng = np.random.default_rng(3)
     for n in (0, 1, 7, 300):
-        lk = rng.integers(-1, 20, n).astype(np.int64)
-        rk = rng.integers(-1, 20, max(n // 2, 1)).astype(np.int64)
-        for outer in (False, True):
-            li, ri = kernels.join_index(lk, rk, outer)
-            want = sorted((i, j) for i in range(n) for j in range(rk.size)
-                          if lk[i] >= 0 and lk[i] == rk[j])
-            if outer:
-                want += [(i, -1) for i in range(n) if not (lk[i] >= 0 and (rk == lk[i]).any())]
-            assert sorted(zip(li.tolist(), ri.tolist())) == sorted(want)
-        assert kernels.member(lk, rk).tolist() == [bool(x >= 0 and (rk == x).any())
-                                                   for x in lk]
-        gid, first = kernels.factorize(lk)
-        assert [lk[f] for f in first] == list(dict.fromkeys(lk.tolist()))
-        assert (lk[first[gid]] == lk).all()
+        for k in (1, 2):
+            L = rng.integers(-2, 4, (n, k)).astype(np.int64)
+            R = rng.integers(-2, 4, (max(n // 2, 1), k)).astype(np.int64)
+            okl, okr = rng.random(n) < 0.9, rng.random(R.shape[0]) < 0.9
+            eq = [[bool(okl[i] and okr[j] and (L[i] == R[j]).all()) for j in range(len(R))]
+                  for i in range(n)]
+            for outer in (False, True):
+                li, ri = kernels.join_rows(L, okl, R, okr, outer)
+                want = [(i, j) for i in range(n) for j in range(len(R)) if eq[i][j]]
+                if outer:
+                    want += [(i, -1) for i in range(n) if not any(eq[i])]
+                assert sorted(zip(li.tolist(), ri.tolist())) == sorted(want)
+            assert kernels.member_rows(L, okl, R, okr).tolist() == [any(e) for e in eq]
+            gid, first = kernels.factorize_rows(L)
+            rows = [tuple(r) for r in L.tolist()]
+            assert [rows[f] for f in first] == list(dict.fromkeys(rows))
+            assert all(rows[first[g]] == r for g, r in zip(gid.tolist(), rows))
 
 
 @pytest.fixture

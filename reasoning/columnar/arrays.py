@@ -260,7 +260,10 @@ def _const(value, kind: Optional[str]) -> tuple:
         _SYM.pinned.add(i)
         return i, False, kind
     if kind in _LISTS:
-        i = _LST.id(tuple(value))
+        t = _elem_ids(value) if kind == STRLIST else tuple(value)
+        if kind == STRLIST:
+            _SYM.pinned.update(x for x in t if x >= 0)
+        i = _LST.id(t)
         _LST.pinned.add(i)
         return i, False, kind
     if kind == FLOAT:
@@ -353,12 +356,24 @@ def _truth(c: Col) -> np.ndarray:
     return v if c.m is None else v & ~c.m
 
 
+def _elem_ids(t) -> tuple:
+    """A list of strings as the list table holds it: a tuple of string ids (null: -1)."""
+    return tuple(-1 if x is None else _SYM.id(x) for x in t)
+
+
+def _elem_vals(t) -> tuple:
+    vals = _SYM.vals
+    return tuple(None if i < 0 else vals[i] for i in t)
+
+
 def _decode(c: Col) -> list:
-    """Python values of a column (None for nulls)."""
+    """Python values of a column (None for nulls; a list as a tuple of its values)."""
     if c.k == OBJ:
         out = _SYM.decode(c.v)
     elif c.k in _LISTS:
         out = _LST.decode(c.v)
+        if c.k == STRLIST:
+            out = [None if t is None else _elem_vals(t) for t in out]
     elif c.k == NULL:
         return [None] * c.v.size
     else:
@@ -375,7 +390,8 @@ def _encode(vals: list, kind: str) -> Col:
         v = _SYM.encode(vals) if n else np.zeros(0, np.int64)
         m = v < 0
     elif kind in _LISTS:
-        v = _LST.encode([None if x is None else tuple(x) for x in vals]) if n \
+        conv = _elem_ids if kind == STRLIST else tuple
+        v = _LST.encode([None if x is None else conv(x) for x in vals]) if n \
             else np.zeros(0, np.int64)
         m = v < 0
     else:
@@ -390,80 +406,146 @@ def _encode(vals: list, kind: str) -> Col:
 
 
 def _map_distinct(c: Col, fn, kind: str) -> Col:
-    """fn over the distinct non-null values of an id column (decoded), re-encoded as
-    `kind`; nulls stay null."""
+    """fn over the distinct non-null strings of an OBJ column, re-encoded as `kind`; nulls
+    stay null."""
     if c.v.size == 0:
         return Col(np.zeros(0, _DT[kind]), None, kind)
     u, inv = np.unique(c.v, return_inverse=True)
-    table = _LST if c.k in _LISTS else _SYM
-    vals = [fn(table.vals[i]) if i >= 0 else None for i in u.tolist()]
+    vals = [fn(_SYM.vals[i]) if i >= 0 else None for i in u.tolist()]
     got = _encode(vals, kind)
     out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
     out.m = _norm_mask(_m_or(out.m, c.m))
     return out
 
 
+def _elements(flat: list, kind: str) -> Col:
+    """A column of list elements (string ids, -1 null; or ints, None null)."""
+    if kind == OBJ:
+        v = np.array(flat, dtype=np.int64) if flat else np.zeros(0, np.int64)
+        return Col(v, _norm_mask(v < 0), OBJ)
+    return _encode(flat, INT)
+
+
+def _internal(vals: list, kind: str) -> Col:
+    """A Col of values as the columns hold them (string ids, tuples of element ids or
+    ints, ints, bools; None for null)."""
+    if kind in _LISTS:
+        v = _LST.encode(vals) if vals else np.zeros(0, np.int64)
+        return Col(v, _norm_mask(v < 0), kind)
+    if kind == OBJ:
+        v = np.array([-1 if x is None else x for x in vals], dtype=np.int64)
+        return Col(v, _norm_mask(v < 0), kind)
+    return _encode(vals, kind)
+
+
+def _map_lists(c: Col, fn, kind: str) -> Col:
+    """fn over the distinct non-null lists of a list column (tuples of element ids or
+    ints), its results in the columns' own form (`_internal`); nulls stay null."""
+    if c.v.size == 0:
+        return Col(np.zeros(0, _DT[kind]), None, kind)
+    u, inv = np.unique(c.v, return_inverse=True)
+    lists = _LST.vals
+    got = _internal([fn(lists[i]) if i >= 0 else None for i in u.tolist()], kind)
+    out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
+    out.m = _norm_mask(_m_or(out.m, c.m))
+    return out
+
+
+_BY_HASH = None  # kernels.HashIndex over _SYM (built on first use; cleared by a sweep)
+
+
+def _intern_series(s) -> Col:
+    """A Polars string column as string ids: hashed in Polars, looked up in the compiled
+    index; only strings it has not seen go through Python."""
+    global _BY_HASH
+    if _BY_HASH is None:
+        _BY_HASH = kernels.HashIndex()
+    n = s.len()
+    if n == 0:
+        return Col(np.zeros(0, np.int64), None, OBJ)
+    k1 = s.hash(0x5EED1).to_numpy().view(np.int64)
+    k2 = s.hash(0x5EED2).to_numpy().view(np.int64)
+    ids = _BY_HASH.lookup(k1, k2)
+    m = s.is_null().to_numpy() if s.null_count() else None
+    miss = ids < 0 if m is None else (ids < 0) & ~m
+    if miss.any():
+        pos = np.flatnonzero(miss)
+        new = _SYM.encode(s.gather(pos).to_list())
+        ids[pos] = new
+        _BY_HASH.insert(k1[pos], k2[pos], new)
+    if m is not None:
+        ids[m] = -1
+    return Col(ids, _norm_mask(m), OBJ)
+
+
+_PREFIXED: dict = {}  # (op, prefix) -> {string id: result}: list elements' string operations
+
+
+def _by_prefix(op: str, prefix: str):
+    """One string operation on list elements, over a whole tuple of element ids at a time
+    (results memoised per id): `starts` (bool), `add` (the id of prefix + s) or `strip` (the
+    id of s without prefix, None if s does not start with it).  A null element (-1) gives
+    False, -1 and None respectively."""
+    memo = _PREFIXED.get((op, prefix))
+    if memo is None:
+        memo = _PREFIXED[(op, prefix)] = {}
+    vals = _SYM.vals
+    n = len(prefix)
+    null = {"starts": False, "add": -1, "strip": None}[op]
+
+    def mapped(t) -> list:
+        for i in [x for x in t if x not in memo]:
+            if i < 0:
+                memo[i] = null
+                continue
+            x = vals[i]
+            if op == "starts":
+                memo[i] = x.startswith(prefix)
+            elif op == "add":
+                memo[i] = _SYM.id(prefix + x)
+            else:
+                memo[i] = _SYM.id(x[n:]) if x.startswith(prefix) else None
+        return list(map(memo.__getitem__, t))
+    return mapped
+
 # ---------------------------------------------------------------- key packing
 
-def _codes(cols: list[list[Col]], nulls_equal: bool = False) -> list[np.ndarray]:
-    """One int64 code per row for each group of key columns (the groups are the sides of a
-    join, or one frame): equal codes ⇔ equal keys across groups; a row with a null key gets
-    -1 unless nulls_equal."""
-    n_keys = len(cols[0])
-    if n_keys == 1 and all(g[0].m is None and g[0].v.dtype == np.int64 for g in cols):
-        vs = [g[0].v for g in cols]
-        if all(not v.size or v.min() >= 0 for v in vs):  # ids, times ≥ 0: the key itself
-            return vs
-    outs = [np.zeros(len(g[0]) if g else 0, np.int64) for g in cols]
-    bad = [None] * len(cols)
-    span = 1
-    for j in range(n_keys):
-        side = [g[j] for g in cols]
-        vals = [c.v.astype(np.int64, copy=False) if c.v.dtype != np.float64 else c.v
-                for c in side]
-        nonempty = [v for v in vals if v.size]
-        if not nonempty:
-            continue
-        if any(v.dtype == np.float64 for v in vals):  # floats: their ranks
-            allv = np.concatenate(vals)
-            _, inv = np.unique(allv, return_inverse=True)
-            vals, pos = [], 0
-            for c in side:
-                vals.append(inv[pos:pos + c.v.size].astype(np.int64))
-                pos += c.v.size
-            nonempty = [v for v in vals if v.size]
-        lo = min(int(v.min()) for v in nonempty)
-        hi = max(int(v.max()) for v in nonempty)
-        width = hi - lo + 2
-        if width <= 0 or width > (1 << 62) or span > (1 << 62) // width:
-            allv = np.concatenate(vals)
-            _, inv = np.unique(allv, return_inverse=True)
-            vals, pos = [], 0
-            for c in side:
-                vals.append(inv[pos:pos + c.v.size].astype(np.int64))
-                pos += c.v.size
-            lo = 0
-            width = int(inv.max()) + 2 if inv.size else 2
-            if span > (1 << 62) // width:  # re-densify what is packed so far
-                allk = np.concatenate(outs)
-                _, kinv = np.unique(allk, return_inverse=True)
-                pos = 0
-                for i, o in enumerate(outs):
-                    outs[i] = kinv[pos:pos + o.size].astype(np.int64)
-                    pos += o.size
-                span = int(kinv.max()) + 1 if kinv.size else 1
-        for i, c in enumerate(side):
-            code = vals[i] - lo + 1
-            if c.m is not None:
-                code = np.where(c.m, 0, code)
-                if not nulls_equal:
-                    bad[i] = c.m if bad[i] is None else (bad[i] | c.m)
-            outs[i] = outs[i] * width + code
-        span *= width
-    for i, b in enumerate(bad):
-        if b is not None:
-            outs[i] = np.where(b, -1, outs[i])
-    return outs
+def _keymats(sides: list[list[Col]], nulls_equal: bool = False) -> list[tuple]:
+    """Per side, (key matrix, ok): one int64 row per table row for the compiled kernels —
+    each key column's values, preceded by its null flag where any side's column has nulls
+    (a null is equal only to a null); ok is False for a row with a null key unless
+    nulls_equal."""
+    n_keys = len(sides[0])
+    nullable = [any(g[j].m is not None for g in sides) for j in range(n_keys)]
+    out = []
+    for g in sides:
+        n = g[0].v.size if g else 0
+        parts = []
+        ok = None
+        for j, c in enumerate(g):
+            v = c.v
+            if v.dtype == np.float64:
+                v = (v + 0.0).view(np.int64)  # -0.0 as 0.0
+            elif v.dtype != np.int64:
+                v = v.astype(np.int64)
+            if nullable[j]:
+                if c.m is not None:
+                    v = np.where(c.m, 0, v)
+                    parts.append(c.m.astype(np.int64))
+                    if not nulls_equal:
+                        ok = ~c.m if ok is None else ok & ~c.m
+                else:
+                    parts.append(np.zeros(n, np.int64))
+            parts.append(v)
+        M = parts[0].reshape(-1, 1) if len(parts) == 1 else np.column_stack(parts)
+        out.append((np.ascontiguousarray(M), np.ones(n, bool) if ok is None else ok))
+    return out
+
+
+def _group_ids(cs: list[Col]):
+    """(group id per row, first row of each group) over the columns (nulls equal)."""
+    ((M, _),) = _keymats([cs], True)
+    return kernels.factorize_rows(M)
 
 
 # ---------------------------------------------------------------- the backend
@@ -483,6 +565,7 @@ class ArraysBackend:
             _SYM, _LST = Symbols(), Symbols()
             _LST.pinned.add(_LST.id(()))
         self.sym, self.lst = _SYM, _LST
+        kernels.warm()
 
     # ------------------------------------------------------------ expressions
     def col(self, name: str):
@@ -649,7 +732,8 @@ class ArraysBackend:
     def list_contains(self, lst, item):
         def f(fr):
             lc, ic = lst(fr), _ex(item)(fr)
-            items = _decode(ic)
+            items = ic.v.tolist() if ic.m is None else [
+                None if m else x for x, m in zip(ic.v.tolist(), ic.m.tolist())]
             lists = _LST.vals
             memo: dict = {}
             out = np.zeros(fr.n, bool)
@@ -667,7 +751,7 @@ class ArraysBackend:
         return Ex(f, lst.name)
 
     def list_len(self, lst):
-        return Ex(lambda fr: _map_distinct(lst(fr), len, INT), lst.name)
+        return Ex(lambda fr: _map_lists(lst(fr), len, INT), lst.name)
 
     def list_concat(self, a, b):
         return self._list_zip([a, b], lambda xs: tuple(x for t in xs for x in t))
@@ -678,9 +762,8 @@ class ArraysBackend:
             cs = [x(fr) for x in exprs]
             k = next((c.k for c in cs if c.k in _LISTS), kind)
             if len(cs) == 1:
-                return _map_distinct(cs[0], lambda t: fn([t]), k)
-            codes = _codes([cs], nulls_equal=True)[0]
-            gid, first = kernels.factorize(codes)
+                return _map_lists(cs[0], lambda t: fn([t]), k)
+            gid, first = _group_ids(cs)
             vals = []
             lists = _LST.vals
             for r in first.tolist():
@@ -691,7 +774,7 @@ class ArraysBackend:
                         break
                     parts.append(lists[int(c.v[r])])
                 vals.append(None if parts is None else fn(parts))
-            got = _encode(vals, k)
+            got = _internal(vals, k)
             return Col(got.v[gid], None if got.m is None else _norm_mask(got.m[gid]), k)
         return Ex(f, exprs[0].name)
 
@@ -708,11 +791,16 @@ class ArraysBackend:
             lk = INTLIST if ek == INT else STRLIST
             if not cs:
                 return Col(np.full(fr.n, _LST.id(()), np.int64), None, lk)
-            codes = _codes([cs], nulls_equal=True)[0]
-            gid, first = kernels.factorize(codes)
-            dec = [_decode(c.take(first)) for c in cs]
-            vals = [tuple(row) for row in zip(*dec)]
-            got = _encode(vals, lk)
+            gid, first = _group_ids(cs)
+            null = -1 if lk == STRLIST else None
+            cols = []
+            for c in cs:
+                t = c.take(first)
+                v = t.v.tolist() if c.k != NULL else [null] * first.size
+                if t.m is not None:
+                    v = [null if m else x for x, m in zip(v, t.m.tolist())]
+                cols.append(v)
+            got = _internal([tuple(row) for row in zip(*cols)], lk)
             return Col(got.v[gid], None, lk)
         return Ex(f, _ex(items[0]).name if items else "literal")
 
@@ -720,7 +808,11 @@ class ArraysBackend:
         def f(fr):
             c = lst(fr)
             kind = INT if c.k == INTLIST else OBJ
-            return _map_distinct(c, lambda t: t[i] if -len(t) <= i < len(t) else None, kind)
+
+            def item(t):
+                x = t[i] if -len(t) <= i < len(t) else None
+                return None if x is None or (kind == OBJ and x < 0) else x
+            return _map_lists(c, item, kind)
         return Ex(f, lst.name)
 
     def cast(self, e, kind: str):
@@ -737,27 +829,37 @@ class ArraysBackend:
         return Ex(f, e.name)
 
     def _list_map(self, lst, fn, kind: Optional[str] = None):
-        return Ex(lambda fr: (lambda c: _map_distinct(c, fn, kind or c.k))(lst(fr)), lst.name)
+        """fn over each distinct list (a tuple of element ids of a string list)."""
+        return Ex(lambda fr: (lambda c: _map_lists(c, fn, kind or c.k))(lst(fr)), lst.name)
 
     def list_norm(self, lst):
-        return self._list_map(lst, lambda t: tuple(sorted({x for x in t if x is not None})))
+        """Drop nulls, deduplicate, sort (strings by their text, as Polars)."""
+        def f(fr):
+            c = lst(fr)
+            if c.k == STRLIST:
+                key = _SYM.vals.__getitem__
+                return _map_lists(c, lambda t: tuple(sorted({x for x in t if x >= 0},
+                                                            key=key)), c.k)
+            return _map_lists(c, lambda t: tuple(sorted({x for x in t if x is not None})),
+                              c.k)
+        return Ex(f, lst.name)
 
     def list_drop_prefix(self, lst, prefix: str):
-        return self._list_map(lst, lambda t: tuple(x for x in t if not (
-            x is not None and x.startswith(prefix))))
+        starts = _by_prefix("starts", prefix)
+        return self._list_map(lst, lambda t: tuple(x for x, st in zip(t, starts(t))
+                                                   if not st))
 
     def list_any_prefix(self, lst, prefix: str):
-        return self._list_map(lst, lambda t: any(x is not None and x.startswith(prefix)
-                                                 for x in t), BOOL)
+        starts = _by_prefix("starts", prefix)
+        return self._list_map(lst, lambda t: any(starts(t)), BOOL)
 
     def list_prefix(self, lst, prefix: str):
-        return self._list_map(lst, lambda t: tuple(None if x is None else prefix + x
-                                                   for x in t))
+        add = _by_prefix("add", prefix)
+        return self._list_map(lst, lambda t: tuple(add(t)))
 
     def list_strip_prefix(self, lst, prefix: str):
-        n = len(prefix)
-        return self._list_map(lst, lambda t: tuple(x[n:] for x in t if x is not None
-                                                   and x.startswith(prefix)))
+        strip = _by_prefix("strip", prefix)
+        return self._list_map(lst, lambda t: tuple(y for y in strip(t) if y is not None))
 
     def list_minus(self, a, b):
         def fn(parts):
@@ -767,7 +869,9 @@ class ArraysBackend:
         return self._list_zip([a, b], fn)
 
     def list_join(self, lst, sep: str):
-        return self._list_map(lst, lambda t: sep.join(x for x in t if x is not None), OBJ)
+        vals = _SYM.vals
+        return self._list_map(lst, lambda t: _SYM.id(sep.join(vals[x] for x in t if x >= 0)),
+                              OBJ)
 
     def list_eval(self, lst, fn):
         """Map every element through fn(element expression)."""
@@ -782,15 +886,18 @@ class ArraysBackend:
                     t = lists[li]
                     flat.extend(t)
                     owner.extend([gi] * len(t))
-            el = _encode(flat, ek)
-            res = _decode(fn(Ex(lambda _fr: el, ""))(Frame({"": el}, len(flat))))
+            el = _elements(flat, ek)
+            rc = fn(Ex(lambda _fr: el, ""))(Frame({"": el}, len(flat)))
+            rk = INTLIST if rc.k == INT else STRLIST
+            null = -1 if rk == STRLIST else None
+            res = rc.v.tolist()
+            if rc.m is not None:
+                res = [null if m else x for x, m in zip(res, rc.m.tolist())]
             per: list = [[] for _ in range(u.size)]
             for o, x in zip(owner, res):
                 per[o].append(x)
-            rk = STRLIST if not res or isinstance(next((x for x in res if x is not None),
-                                                       ""), str) else INTLIST
-            got = _encode([tuple(p) if li >= 0 else None for p, li in zip(per, u.tolist())],
-                          rk)
+            got = _internal([tuple(p) if li >= 0 else None for p, li in zip(per, u.tolist())],
+                            rk)
             return Col(got.v[inv], _norm_mask(_m_or(None if got.m is None else got.m[inv],
                                                     c.m)), rk)
         return Ex(f, lst.name)
@@ -848,6 +955,8 @@ class ArraysBackend:
                 m = s.is_null().to_numpy() if s.null_count() else None
                 v = s.fill_null(0 if kind != BOOL else False).to_numpy().astype(_DT[kind])
                 cols[name] = Col(v, m, kind)
+            elif kind == OBJ and kernels.COMPILED:
+                cols[name] = _intern_series(s)
             else:
                 cols[name] = _encode(s.to_list(), kind)
         return Frame(cols, df.height)
@@ -901,8 +1010,8 @@ class ArraysBackend:
         """Free the interned strings and lists that no live frame holds, once the tables
         doubled since the last sweep.  The live frames are those every engine on this
         process's tables keeps across ticks (`owner.live_frames()`: S_τ, W, the delay tables,
-        the last report); the tables are shared, so every owner still alive is asked.  A
-        list holds its values, not ids of the string table.  Returns how many were freed."""
+        the last report); the tables are shared, so every owner still alive is asked.  The
+        string ids a live list holds stay.  Returns how many were freed."""
         _OWNERS.add(owner)
         if not (_SYM.due() or _LST.due()):
             return 0
@@ -910,6 +1019,13 @@ class ArraysBackend:
         lst_live = [c.v for f in frames for c in f.cols.values() if c.k in _LISTS]
         freed = _LST.sweep(np.concatenate(lst_live) if lst_live else np.zeros(0, np.int64))
         obj_live = [c.v for f in frames for c in f.cols.values() if c.k == OBJ]
+        # a string list holds string ids (an int list's values are kept too: harmless)
+        obj_live.append(np.fromiter((x for t in _LST.vals if t for x in t
+                                     if isinstance(x, int) and x >= 0), np.int64))
+        for memo in _PREFIXED.values():  # they may hold ids freed now
+            memo.clear()
+        if _BY_HASH is not None:
+            _BY_HASH.clear()
         freed += _SYM.sweep(np.concatenate(obj_live) if obj_live else np.zeros(0, np.int64))
         return freed
 
@@ -981,9 +1097,9 @@ class ArraysBackend:
             raise ValueError(f"join without keys: {how}")
         lcols = [left.cols[x] if isinstance(x, str) else self._eval(left, x) for x in left_on]
         rcols = [right.cols[x] for x in right_on]
-        lk, rk = _codes([lcols, rcols], nulls_equal)
+        (L, okl), (R, okr) = _keymats([lcols, rcols], nulls_equal)
         if how in ("semi", "anti"):
-            hit = kernels.member(lk, rk)
+            hit = kernels.member_rows(L, okl, R, okr)
             keep = hit if how == "semi" else ~hit
             if keep.all():
                 return left
@@ -991,7 +1107,7 @@ class ArraysBackend:
             return left.take(idx, idx.size)
         if how not in ("inner", "left"):
             raise ValueError(f"join type {how!r}")
-        li, ri = kernels.join_index(lk, rk, how == "left")
+        li, ri = kernels.join_rows(L, okl, R, okr, how == "left")
         # Polars coalesces the key columns only when every key is a column name
         coalesce = all(isinstance(x, str) for x in left_on)
         return self._combine(left, right, li, ri, set(right_on) if coalesce else set())
@@ -1042,8 +1158,7 @@ class ArraysBackend:
         return Frame(cols, sum(d.n for d in dfs))
 
     def _groups(self, df, keys: list):
-        codes = _codes([[df.cols[k] for k in keys]], nulls_equal=True)[0]
-        return kernels.factorize(codes)
+        return _group_ids([df.cols[k] for k in keys])
 
     def unique(self, df, subset: Optional[list] = None):
         if df.n <= 1:
@@ -1090,11 +1205,12 @@ class ArraysBackend:
                                                 zip(c.v.tolist(), c.m.tolist())]
         lens = np.array([len(lists[i]) if i >= 0 else 1 for i in ids], np.int64)
         idx = np.repeat(np.arange(df.n), lens)
+        null = (-1 if ek == OBJ else None,)
         flat = []
         for i in ids:
-            flat.extend(lists[i] if i >= 0 else (None,))
+            flat.extend(lists[i] if i >= 0 else null)
         out = df.take(idx, idx.size)
-        out.cols[col] = _encode(flat, ek)
+        out.cols[col] = _elements(flat, ek)
         return out
 
     def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
@@ -1165,11 +1281,11 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
     lk = INTLIST if c.k == INT else STRLIST
     order = np.argsort(gid, kind="stable")
     order = order[valid[order]]
-    vals = _decode(Col(c.v[order], None, c.k)) if order.size else []
+    vals = c.v[order].tolist()  # string ids or ints: the lists' own elements
     gs = gid[order]
     bounds = np.searchsorted(gs, np.arange(g + 1))
     per = []
     for i in range(g):
         part = vals[bounds[i]:bounds[i + 1]]
         per.append(tuple(dict.fromkeys(part)) if kind == "distinct" else tuple(part))
-    return _encode(per, lk)
+    return _internal(per, lk)

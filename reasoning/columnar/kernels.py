@@ -1,11 +1,10 @@
 """Compiled kernels of the arrays executor (arrays.py): hash join, membership and
-factorisation over one packed int64 key per row.
+factorisation over key matrices (one int64 row of key values per table row, arrays._keymats).
 
 With numba installed (requirements.txt) they are compiled once and cached next to this file
-(or under NUMBA_CACHE_DIR); without it the same functions run as numpy sort-based code, ~10×
-slower on 10³–10⁴ rows but identical in result.  bench/kernels.py times both.
-
-Keys are non-negative int64 codes (arrays._pack); a negative key never matches (a null).
+(or under NUMBA_CACHE_DIR); without it (or with HYPO_NO_NUMBA=1) the same functions run as
+numpy sort-based code on one dense code a row: identical results, several times slower on
+10³–10⁴ rows (bench/kernels.py).
 """
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ except ImportError:  # pragma: no cover
     def _jit(f):
         return f
 
-_MULT = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64 (Fibonacci hashing)
 
 
 def _table_bits(n: int) -> int:
@@ -38,104 +36,190 @@ def _table_bits(n: int) -> int:
 
 
 if COMPILED:
+    # The row kernels spell the hash and the row comparison out inline: a call to a helper
+    # taking the key matrix costs ~30 ns a row (the array's reference count), 5× the probe.
     @_jit
-    def _build(rk, bits):
-        """Open-addressing table over rk: slot -> first row; nxt chains equal keys."""
+    def _build_rows(R, ok, bits):
+        """Open-addressing table over R's rows: slot -> first row; nxt chains equal rows."""
         cap = 1 << bits
         mask = cap - 1
+        k = R.shape[1]
         head = np.full(cap, -1, np.int64)
-        keys = np.empty(cap, np.int64)
-        nxt = np.full(rk.size, -1, np.int64)
-        for j in range(rk.size - 1, -1, -1):  # chains in row order
-            k = rk[j]
-            if k < 0:
+        nxt = np.full(R.shape[0], -1, np.int64)
+        for j in range(R.shape[0] - 1, -1, -1):  # chains in row order
+            if not ok[j]:
                 continue
-            h = ((k * _MULT) >> (64 - bits)) & mask
-            while head[h] != -1 and keys[h] != k:
-                h = (h + 1) & mask
-            if head[h] == -1:
-                keys[h] = k
-            nxt[j] = head[h]
-            head[h] = j
-        return head, keys, nxt
+            h = np.uint64(0x9E3779B97F4A7C15)
+            for c in range(k):
+                h = (h ^ np.uint64(R[j, c])) * np.uint64(0xBF58476D1CE4E5B9)
+                h ^= h >> np.uint64(31)
+            h ^= h >> np.uint64(30)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(31)
+            s = np.int64(h >> np.uint64(64 - bits))
+            while head[s] != -1:
+                r = head[s]
+                eq = True
+                for c in range(k):
+                    if R[r, c] != R[j, c]:
+                        eq = False
+                        break
+                if eq:
+                    break
+                s = (s + 1) & mask
+            nxt[j] = head[s]
+            head[s] = j
+        return head, nxt
 
     @_jit
-    def _probe(head, keys, bits, k):
+    def _probe_rows(L, okl, R, head, bits):
+        """Per row of L: the first row of R equal to it (-1: none)."""
         mask = (1 << bits) - 1
-        h = ((k * _MULT) >> (64 - bits)) & mask
-        while head[h] != -1 and keys[h] != k:
-            h = (h + 1) & mask
-        return head[h]
+        k = L.shape[1]
+        out = np.full(L.shape[0], -1, np.int64)
+        for i in range(L.shape[0]):
+            if not okl[i]:
+                continue
+            h = np.uint64(0x9E3779B97F4A7C15)
+            for c in range(k):
+                h = (h ^ np.uint64(L[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
+                h ^= h >> np.uint64(31)
+            h ^= h >> np.uint64(30)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(31)
+            s = np.int64(h >> np.uint64(64 - bits))
+            while head[s] != -1:
+                r = head[s]
+                eq = True
+                for c in range(k):
+                    if R[r, c] != L[i, c]:
+                        eq = False
+                        break
+                if eq:
+                    out[i] = r
+                    break
+                s = (s + 1) & mask
+        return out
 
     @_jit
-    def _join(lk, rk, bits, left_outer):
-        head, keys, nxt = _build(rk, bits)
-        size = lk.size + 16
-        li = np.empty(size, np.int64)
-        ri = np.empty(size, np.int64)
+    def _expand(first, nxt, left_outer):
+        """The (li, ri) pairs from each left row's first match and the chains."""
         m = 0
-        for i in range(lk.size):
-            k = lk[i]
-            j = -1
-            if k >= 0:
-                j = _probe(head, keys, bits, k)
+        for i in range(first.size):
+            j = first[i]
             if j == -1:
                 if left_outer:
-                    if m >= li.size:
-                        li = np.concatenate((li, np.empty(li.size, np.int64)))
-                        ri = np.concatenate((ri, np.empty(ri.size, np.int64)))
+                    m += 1
+                continue
+            while j != -1:
+                m += 1
+                j = nxt[j]
+        li = np.empty(m, np.int64)
+        ri = np.empty(m, np.int64)
+        m = 0
+        for i in range(first.size):
+            j = first[i]
+            if j == -1:
+                if left_outer:
                     li[m] = i
                     ri[m] = -1
                     m += 1
                 continue
             while j != -1:
-                if m >= li.size:
-                    li = np.concatenate((li, np.empty(li.size, np.int64)))
-                    ri = np.concatenate((ri, np.empty(ri.size, np.int64)))
                 li[m] = i
                 ri[m] = j
                 m += 1
                 j = nxt[j]
-        return li[:m], ri[:m]
+        return li, ri
 
     @_jit
-    def _member(lk, rk, bits):
-        head, keys, nxt = _build(rk, bits)
-        out = np.zeros(lk.size, np.bool_)
-        for i in range(lk.size):
-            k = lk[i]
-            if k >= 0 and _probe(head, keys, bits, k) != -1:
-                out[i] = True
-        return out
+    def _join_rows(L, okl, R, okr, bits, left_outer):
+        head, nxt = _build_rows(R, okr, bits)
+        return _expand(_probe_rows(L, okl, R, head, bits), nxt, left_outer)
 
     @_jit
-    def _factorize(k, bits):
+    def _member_rows(L, okl, R, okr, bits):
+        head, nxt = _build_rows(R, okr, bits)
+        return _probe_rows(L, okl, R, head, bits) != -1
+
+    @_jit
+    def _factorize_rows(M, bits):
         cap = 1 << bits
         mask = cap - 1
+        k = M.shape[1]
         slot = np.full(cap, -1, np.int64)
-        keys = np.empty(cap, np.int64)
-        gid = np.empty(k.size, np.int64)
-        first = np.empty(k.size, np.int64)
+        rep = np.empty(cap, np.int64)
+        gid = np.empty(M.shape[0], np.int64)
+        first = np.empty(M.shape[0], np.int64)
         g = 0
-        for i in range(k.size):
-            x = k[i]
-            h = ((x * _MULT) >> (64 - bits)) & mask
-            while slot[h] != -1 and keys[h] != x:
-                h = (h + 1) & mask
-            if slot[h] == -1:
-                keys[h] = x
-                slot[h] = g
+        for i in range(M.shape[0]):
+            h = np.uint64(0x9E3779B97F4A7C15)
+            for c in range(k):
+                h = (h ^ np.uint64(M[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
+                h ^= h >> np.uint64(31)
+            h ^= h >> np.uint64(30)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(31)
+            s = np.int64(h >> np.uint64(64 - bits))
+            while slot[s] != -1:
+                r = rep[s]
+                eq = True
+                for c in range(k):
+                    if M[r, c] != M[i, c]:
+                        eq = False
+                        break
+                if eq:
+                    break
+                s = (s + 1) & mask
+            if slot[s] == -1:
+                slot[s] = g
+                rep[s] = i
                 first[g] = i
                 g += 1
-            gid[i] = slot[h]
+            gid[i] = slot[s]
         return gid, first[:g]
 
+
+def join_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray,
+              left_outer: bool = False):
+    """join_index on key matrices (one row of int64 per table row; ok: the row's key has no
+    null that prevents a match)."""
+    if COMPILED:
+        return _join_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)), left_outer)
+    lk, rk = _dense(L, okl, R, okr)
+    return join_index(lk, rk, left_outer)
+
+
+def member_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray):
+    if COMPILED:
+        return _member_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)))
+    lk, rk = _dense(L, okl, R, okr)
+    return member(lk, rk)
+
+
+def factorize_rows(M: np.ndarray):
+    if COMPILED:
+        return _factorize_rows(M, _table_bits(max(M.shape[0], 1)))
+    k, _ = _dense(M, np.ones(M.shape[0], bool), M[:0], np.ones(0, bool))
+    return factorize(k)
+
+
+def _dense(L, okl, R, okr):
+    """One non-negative code per row of L and R (equal rows, equal codes; -1 where not ok)."""
+    both = np.concatenate([L, R]) if R.shape[0] else L
+    if both.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    _, inv = np.unique(both, axis=0, return_inverse=True)
+    inv = inv.ravel().astype(np.int64)
+    lk, rk = inv[:L.shape[0]], inv[L.shape[0]:]
+    return np.where(okl, lk, -1), np.where(okr, rk, -1)
+
+
+# ------------------------------------------------ numpy fallbacks (on one dense code a row)
 
 def join_index(lk: np.ndarray, rk: np.ndarray, left_outer: bool = False):
     """Row pairs (li, ri) with lk[li] == rk[ri] ≥ 0, left rows in order (with left_outer,
     an unmatched left row once with ri = -1)."""
-    if COMPILED:
-        return _join(lk, rk, _table_bits(max(rk.size, 1)), left_outer)
     order = np.argsort(rk, kind="stable")
     srk = rk[order]
     ok = lk >= 0
@@ -161,8 +245,6 @@ def join_index(lk: np.ndarray, rk: np.ndarray, left_outer: bool = False):
 
 def member(lk: np.ndarray, rk: np.ndarray) -> np.ndarray:
     """lk[i] ∈ rk (and lk[i] ≥ 0), for each i."""
-    if COMPILED:
-        return _member(lk, rk, _table_bits(max(rk.size, 1)))
     if rk.size == 0:
         return np.zeros(lk.size, bool)
     s = np.sort(rk)
@@ -173,10 +255,95 @@ def member(lk: np.ndarray, rk: np.ndarray) -> np.ndarray:
 def factorize(k: np.ndarray):
     """(group id per row, first row of each group), groups numbered in order of first
     appearance."""
-    if COMPILED:
-        return _factorize(k, _table_bits(max(k.size, 1)))
     uniq, first, inv = np.unique(k, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return rank[inv.ravel()], first[order]
+
+
+# ------------------------------------------------ a persistent index: 128-bit hash -> id
+
+if COMPILED:
+    @_jit
+    def _hash_lookup(k1, k2, t1, t2, tv, bits):
+        mask = (1 << bits) - 1
+        out = np.full(k1.size, -1, np.int64)
+        for i in range(k1.size):
+            s = np.int64(np.uint64(k1[i]) >> np.uint64(64 - bits))
+            while tv[s] != -1:
+                if t1[s] == k1[i] and t2[s] == k2[i]:
+                    out[i] = tv[s]
+                    break
+                s = (s + 1) & mask
+        return out
+
+    @_jit
+    def _hash_insert(k1, k2, v, t1, t2, tv, bits):
+        mask = (1 << bits) - 1
+        added = 0
+        for i in range(k1.size):
+            s = np.int64(np.uint64(k1[i]) >> np.uint64(64 - bits))
+            while tv[s] != -1 and not (t1[s] == k1[i] and t2[s] == k2[i]):
+                s = (s + 1) & mask
+            if tv[s] == -1:
+                added += 1
+            t1[s] = k1[i]
+            t2[s] = k2[i]
+            tv[s] = v[i]
+        return added
+
+
+class HashIndex:
+    """value id by a 128-bit hash of the value (two 64-bit hashes, e.g. Polars' hash with two
+    seeds): interning a column of strings without a Python call per row.  A cache — a miss
+    is interned by the caller and inserted; `clear` after ids are freed or reused.  Two
+    distinct strings colliding on 128 bits has probability ~n²/2¹²⁸."""
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
+        self.bits = 10
+        self.n = 0
+        self._alloc()
+
+    def _alloc(self) -> None:
+        cap = 1 << self.bits
+        self.t1 = np.zeros(cap, np.int64)
+        self.t2 = np.zeros(cap, np.int64)
+        self.tv = np.full(cap, -1, np.int64)
+
+    def lookup(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        return _hash_lookup(k1, k2, self.t1, self.t2, self.tv, self.bits)
+
+    def insert(self, k1: np.ndarray, k2: np.ndarray, v: np.ndarray) -> None:
+        if 2 * (self.n + k1.size) > (1 << self.bits):
+            live = self.tv != -1
+            o1, o2, ov = self.t1[live], self.t2[live], self.tv[live]
+            while 2 * (self.n + k1.size) > (1 << self.bits):
+                self.bits += 1
+            self._alloc()
+            _hash_insert(o1, o2, ov, self.t1, self.t2, self.tv, self.bits)
+        self.n += _hash_insert(k1, k2, v, self.t1, self.t2, self.tv, self.bits)
+
+
+_WARM = False
+
+
+def warm() -> None:
+    """Load (or compile) every kernel once, on tiny inputs: a process pays it at start-up,
+    not inside its first tick."""
+    global _WARM
+    if _WARM or not COMPILED:
+        return
+    M = np.zeros((2, 1), np.int64)
+    ok = np.ones(2, bool)
+    join_rows(M, ok, M, ok, True)
+    member_rows(M, ok, M, ok)
+    factorize_rows(M)
+    idx = HashIndex()
+    k = np.arange(2, dtype=np.int64)
+    idx.insert(k, k, k)
+    idx.lookup(k, k)
+    _WARM = True
