@@ -103,12 +103,13 @@ def _inputs(slices):
 
 
 def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
+    from reasoning.columnar.choice import default_backend
     from reasoning.compiler import compile_program
     from reasoning.session import Session
 
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
-    sess = Session(cp, engine=engine)
+    sess = Session(cp, engine=engine, backend=default_backend())
     inputs = _inputs(slices)
     times, sizes = [], []
     n_facts = definite = 0
@@ -135,7 +136,8 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
             "state_first_decile": round(statistics.mean(sizes[:dec]), 1),
             "state_last_decile": round(statistics.mean(sizes[-dec:]), 1),
             "definite": definite, "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
-            "executor_at_end": sess.executor}
+            "executor_at_end": sess.executor,
+            "backend": sess.col.B.name if sess.col is not None else None}
 
 
 def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = True) -> dict:
@@ -169,7 +171,8 @@ def _isolated(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
     """run() in a fresh interpreter (its tick loop timed there, as in-process)."""
     argv = [sys.executable, str(Path(__file__).resolve()), "--in-process", "--format", "json",
             "--engine", engine, "--workload", wl, "--devices", str(n), "--ticks", str(ticks),
-            "--seed", str(seed), "--threads", os.environ["POLARS_MAX_THREADS"]]
+            "--seed", str(seed), "--threads", os.environ["POLARS_MAX_THREADS"],
+            "--backend", os.environ.get("HYPO_BACKEND", "arrays")]
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT),
                        text=True)
     if p.returncode != 0:
@@ -186,6 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workload", nargs="+", default=["turbines"],
                     choices=["turbines", "malfunction"])
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--backend", nargs="+", default=["arrays"], choices=["arrays", "polars"],
+                    help="in-process backends of the columnar executor to time (each run "
+                         "of columnar/auto once per backend; $HYPO_BACKEND in its process)")
     ap.add_argument("--threads", type=int, default=1,
                     help="Polars threads (the goals are per core; default 1)")
     ap.add_argument("--e2e", action="store_true",
@@ -198,9 +204,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ["POLARS_MAX_THREADS"] = str(args.threads)
     rows = []
+    runs = [(eng, be) for eng in args.engine
+            for be in (args.backend if eng != "row" else [None])]
     for wl in args.workload:
         for n in args.devices:
-            for eng in args.engine:
+            for eng, be in runs:
+                if be is not None:
+                    os.environ["HYPO_BACKEND"] = be  # this process, _isolated's and e2e's
                 r = run(eng, wl, n, args.ticks, args.seed) if args.in_process else \
                     _isolated(eng, wl, n, args.ticks, args.seed)
                 if args.e2e:
@@ -213,7 +223,8 @@ def main(argv=None) -> int:
                 if args.format == "json":
                     print(json.dumps(r), flush=True)
                 else:
-                    print(f"{wl:12s} {eng:9s} devices {n:>7} ticks {args.ticks:>5} "
+                    print(f"{wl:12s} {eng + ('/' + be if be else ''):16s} devices {n:>7} "
+                          f"ticks {args.ticks:>5} "
                           f"facts {r['facts']:>9} {r['facts_per_s']:>9} facts/s  tick "
                           f"{r['median_tick_ms']:>8.2f} ms (p99 {r['p99_tick_ms']:>8.2f})  state "
                           f"{r['state_first_decile']:.0f}->{r['state_last_decile']:.0f}  "

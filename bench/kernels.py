@@ -1,7 +1,8 @@
 """Per-operation floor of the in-process executor's candidates, on the shapes of a turbine
 tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
 the engine's Polars backend, as numpy over interned integer keys, and as a compiled
-(numba) kernel when numba is installed (it is not a requirement; pip install numba).
+(numba) kernel, and through the arrays backend (reasoning/columnar/arrays.py: the same
+operation as the engine calls it, interned columns and the compiled row kernels).
 
 A turbine tick at 10⁴ devices is ~180 backend operations; the issue's goal (300 000
 facts/s) leaves 6.3 ms a tick, i.e. ~35 µs an operation.  This prints, one JSON object per
@@ -191,6 +192,21 @@ def polars_ops(L, R):
     }
 
 
+def arrays_ops(L, R):
+    """The same operations through the arrays backend, on L and R interned once."""
+    from reasoning.columnar.arrays import ArraysBackend
+
+    B = ArraysBackend()
+    La, Ra = B.adopt(L), B.adopt(R)
+    return {
+        "join_inner": lambda: B.join(La, Ra, ["v0", "v1"], ["a0", "t"], "inner"),
+        "join_semi": lambda: B.join(La, Ra, ["v0", "v1"], ["a0", "t"], "semi"),
+        "join_anti": lambda: B.join(La, Ra, ["v0", "v1"], ["a0", "t"], "anti"),
+        "filter": lambda: B.filter(La, B.col("exp") > B.lit(25)),
+        "unique": lambda: B.unique(La, ["v0", "v1"]),
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=300)
@@ -201,8 +217,8 @@ def main(argv=None) -> int:
     # the shapes of the turbine tick's largest and smallest operations (10⁴ devices)
     for n_left, n_right in ((5426, 1480), (1, 4)):
         L, R, lk, rk, cols = frames(n_left, n_right)
-        cands = {"polars": polars_ops(L, R), "numpy": numpy_ops(lk, rk, cols),
-                 "numba": numba_ops(lk, rk, cols)}
+        cands = {"polars": polars_ops(L, R), "arrays": arrays_ops(L, R),
+                 "numpy": numpy_ops(lk, rk, cols), "numba": numba_ops(lk, rk, cols)}
         for op in cands["polars"]:
             row = {"op": op, "left_rows": n_left, "right_rows": n_right}
             for name, ops in cands.items():

@@ -13,6 +13,7 @@ import sys
 from typing import Optional, TextIO
 
 from .changes import Changes
+from .columnar.choice import BACKENDS, default_backend
 from .compiler import compile_file, describe_text, dumps
 from .errors import HypoError, ProgramError
 from .explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
@@ -49,7 +50,8 @@ def _run(args, cp, reader: StreamReader, out: TextIO, err: TextIO,
 
 def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
                err: TextIO) -> int:
-    sess = Session(cp, engine=args.engine, forget=not args.no_forget)
+    sess = Session(cp, engine=args.engine, forget=not args.no_forget,
+                   backend=default_backend(args.backend) if args.backend else None)
     tool = sess.row if sess.row is not None else sess.col.tool
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}
@@ -265,7 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep definite answers in the state (as the paper's S_τ does)")
     r.add_argument("--engine", choices=ENGINES, default="auto",
                    help="executor of Algorithm 1: row (the reference), columnar "
-                        "(set-at-a-time on Polars) or auto (row until a slice is large)")
+                        "(set-at-a-time) or auto (row until a slice is large)")
+    r.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="what runs the set-at-a-time plan: arrays (numpy columns, compiled "
+                        "joins; the default) or polars ($HYPO_BACKEND sets the default)")
     r.add_argument("--no-skip", action="store_true",
                    help="print every tick of a quiet stretch (no facts, nothing to report) "
                         "instead of one line for it")

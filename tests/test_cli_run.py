@@ -245,3 +245,21 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.startswith("hypo 0.")
+
+
+def test_both_in_process_backends_print_the_same(capsys):
+    """`--backend arrays|polars` runs the set-at-a-time plan on numpy columns or on Polars:
+    every option prints the same bytes (Example 13, all queries, pending, changes)."""
+    outs = {}
+    for backend in ("arrays", "polars"):
+        got = []
+        for extra in ([], ["--all-queries", "--all"], ["--changes"], ["--format", "text"]):
+            fmt = [] if "--format" in extra else ["--format", "jsonl"]
+            assert main(["run", TDL, "--stream", STREAM, "--engine", "columnar",
+                         "--backend", backend] + fmt + extra) == 0
+            got.append(capsys.readouterr().out)
+        outs[backend] = got
+    assert outs["arrays"] == outs["polars"]
+    with pytest.raises(SystemExit) as e:
+        main(["run", TDL, "--stream", STREAM, "--backend", "numpy"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -231,3 +231,24 @@ def test_changes_replay_to_the_full_sets(query):
                 printed.setdefault(akey(o), set()).add(json.dumps(o, sort_keys=True))
         state.update(printed)
         assert set().union(*state.values()) == full[t], t
+
+
+@pytest.mark.parametrize("backend", ["arrays", "polars"])
+def test_a_bound_time_variable_drops_its_vacuous_nogood(backend, monkeypatch):
+    """A nogood on a time variable (`*[[1, 3]]`: S ≠ 3) is reduced when a join binds that
+    variable (to 2: the nogood holds, so it goes), as patterns.reduce_nogoods does; the
+    columnar executor reduced only rows with a bound object variable and kept it, a second
+    copy of the answer (found by the random programs under the arrays backend)."""
+    monkeypatch.setenv("HYPO_BACKEND", backend)
+    cp = compile_program(
+        "#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 0.\n#domain a, b, c.\n"
+        "P1(X, T) :- E1(X, T-1), E2(X, S).\nP2(X, T+1) :- E1(X, T-1).\n"
+        "P2(X, T) :- not P1(X, T), J(X, Y, T), R(X).\nP3(X, T+1) :- P2(X, T).\n"
+        "P3(X, T) :- P1(X, T), J(X, Y, T), R(X).\n#rigid R/1.\nR(a). R(c).\n#delay J = 0.\n",
+        "<gen>")
+    stream = facts(*[(0, f) for f in ("E1(c, 0)", "E2(b, 0)", "E2(c, 0)", "J(a, a, 0)",
+                                      "J(a, b, 0)", "J(a, c, 0)")],
+                   *[(1, f) for f in ("E1(b, 1)", "E1(c, 1)", "E2(a, 1)", "E2(b, 1)",
+                                      "J(a, a, 1)", "J(a, b, 1)", "J(a, c, 1)", "J(b, a, 1)",
+                                      "J(b, b, 1)", "J(b, c, 1)", "J(c, a, 1)")])
+    assert_same_run(cp, stream, 6)

@@ -41,7 +41,7 @@ class Symbols:
     values no live frame holds are reused after `sweep` (bounded memory over a long run);
     pinned ids (the plan's literals) are never freed."""
 
-    __slots__ = ("ids", "vals", "free", "pinned", "swept_at")
+    __slots__ = ("ids", "vals", "free", "pinned", "swept_at", "reused")
 
     def __init__(self):
         self.ids: dict = {}
@@ -49,6 +49,7 @@ class Symbols:
         self.free: list = []
         self.pinned: set = set()
         self.swept_at = 0  # live entries after the last sweep
+        self.reused: list = []  # ids given a new value since a copy (_sym_series) was made
 
     def id(self, x) -> int:
         i = self.ids.get(x)
@@ -56,6 +57,7 @@ class Symbols:
             if self.free:
                 i = self.free.pop()
                 self.vals[i] = x
+                self.reused.append(i)
             else:
                 i = len(self.vals)
                 self.vals.append(x)
@@ -463,8 +465,8 @@ def _intern_series(s) -> Col:
     n = s.len()
     if n == 0:
         return Col(np.zeros(0, np.int64), None, OBJ)
-    k1 = s.hash(0x5EED1).to_numpy().view(np.int64)
-    k2 = s.hash(0x5EED2).to_numpy().view(np.int64)
+    k1 = s.hash(0x5EED1).to_numpy().view(np.int64).copy()  # writable: one signature
+    k2 = s.hash(0x5EED2).to_numpy().view(np.int64).copy()
     ids = _BY_HASH.lookup(k1, k2)
     m = s.is_null().to_numpy() if s.null_count() else None
     miss = ids < 0 if m is None else (ids < 0) & ~m
@@ -476,6 +478,39 @@ def _intern_series(s) -> Col:
     if m is not None:
         ids[m] = -1
     return Col(ids, _norm_mask(m), OBJ)
+
+
+_SYM_POLARS: list = [None, 0]  # a Polars copy of _SYM.vals and how many entries it has
+
+
+def _sym_series():
+    """_SYM.vals as a Polars string Series (extended as the table grows; rebuilt after a
+    sweep, which reuses ids)."""
+    import polars as pl
+
+    s, n = _SYM_POLARS
+    vals = _SYM.vals
+    if s is None:
+        s, n = pl.Series(vals, dtype=pl.String), len(vals)
+        _SYM.reused.clear()
+    else:
+        if _SYM.reused:  # freed ids given new strings since the copy
+            idx = sorted({i for i in _SYM.reused if i < n})
+            _SYM.reused.clear()
+            if idx:
+                s = s.scatter(idx, [vals[i] for i in idx])
+        if n < len(vals):
+            s = pl.concat([s, pl.Series(vals[n:], dtype=pl.String)], rechunk=True)
+            n = len(vals)
+    _SYM_POLARS[0], _SYM_POLARS[1] = s, n
+    return s
+
+
+def _null_at(s, m):
+    """Series s with nulls where the mask is true."""
+    if m is None:
+        return s
+    return s.scatter(np.flatnonzero(m), None)
 
 
 _PREFIXED: dict = {}  # (op, prefix) -> {string id: result}: list elements' string operations
@@ -962,13 +997,29 @@ class ArraysBackend:
         return Frame(cols, df.height)
 
     def to_polars(self, fr: Frame):
-        """The frame as Polars (strings and lists decoded)."""
+        """The frame as Polars: strings gathered from a Polars copy of the string table,
+        each distinct list decoded once, numbers as they are (for the renderer)."""
         import polars as pl
 
         from .backend import _DTYPES
 
-        return pl.DataFrame({k: pl.Series(k, _decode(c), dtype=_DTYPES.get(c.k, pl.Null))
-                             for k, c in fr.cols.items()})
+        out = []
+        for k, c in fr.cols.items():
+            dt = _DTYPES.get(c.k, pl.Null)
+            if c.k == NULL or fr.n == 0:
+                out.append(pl.Series(k, [None] * fr.n, dtype=dt))
+                continue
+            if c.k == OBJ:
+                s = _sym_series().gather(_null_at(pl.Series(k, c.v), c.m)).alias(k)
+            elif c.k in _LISTS:
+                u, inv = np.unique(c.v, return_inverse=True)
+                dec = _decode(Col(u, None, c.k))
+                s = pl.Series(k, [None if x is None else list(x) for x in dec],
+                              dtype=dt).gather(_null_at(pl.Series(inv.ravel()), c.m))
+            else:
+                s = _null_at(pl.Series(k, c.v, dtype=dt), c.m)
+            out.append(s.alias(k))
+        return pl.DataFrame(out)
 
     def rows(self, df) -> list[dict]:
         names = list(df.cols)
@@ -1026,6 +1077,7 @@ class ArraysBackend:
             memo.clear()
         if _BY_HASH is not None:
             _BY_HASH.clear()
+        _SYM_POLARS[0] = None
         freed += _SYM.sweep(np.concatenate(obj_live) if obj_live else np.zeros(0, np.int64))
         return freed
 

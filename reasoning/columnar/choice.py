@@ -1,5 +1,7 @@
-"""Which in-process executor runs the set-at-a-time plan: Polars (backend.py) or numpy arrays
-with compiled joins (arrays.py), and the Polars view the renderer reads either through."""
+"""Which in-process executor runs the set-at-a-time plan — numpy arrays with compiled joins
+(arrays.py, the default) or Polars (backend.py) — and the Polars view the renderer reads
+the arrays executor's frames through.  The lake's tick job picks its own (Polars on the
+driver, or Spark)."""
 from __future__ import annotations
 
 import copy
@@ -7,13 +9,13 @@ import os
 
 from ..errors import HypoError
 
-BACKENDS = ("polars", "arrays")
+BACKENDS = ("arrays", "polars")
 ENV = "HYPO_BACKEND"
 
 
 def default_backend(name: str | None = None):
-    """The backend named (or by $HYPO_BACKEND; Polars by default) as a fresh instance."""
-    name = (name or os.environ.get(ENV) or "polars").strip().lower()
+    """The backend named (or by $HYPO_BACKEND; arrays by default) as a fresh instance."""
+    name = (name or os.environ.get(ENV) or "arrays").strip().lower()
     if name == "polars":
         from .backend import PolarsBackend
 

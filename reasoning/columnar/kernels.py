@@ -17,7 +17,9 @@ try:  # pragma: no cover - exercised through whichever is installed
         raise ImportError("HYPO_NO_NUMBA is set")
     import numba
 
-    _jit = numba.njit(cache=True, nogil=True)
+    # the GIL is kept: released, a reader thread (cli Prefetched) takes it for its whole
+    # switch interval (5 ms) at every kernel call
+    _jit = numba.njit(cache=True)
     COMPILED = True
 except ImportError:  # pragma: no cover
     numba = None
