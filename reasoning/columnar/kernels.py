@@ -38,27 +38,36 @@ def _table_bits(n: int) -> int:
 
 
 if COMPILED:
-    # The row kernels spell the hash and the row comparison out inline: a call to a helper
-    # taking the key matrix costs ~30 ns a row (the array's reference count), 5× the probe.
+    # The kernels compare rows inline: a call to a helper taking the key matrix costs ~30 ns
+    # a row (the array's reference count), 5× a probe.  Each row's home slot is hashed once.
+    @_jit
+    def _row_slots(M, bits):
+        """Each row's home slot: its values mixed, then splitmix64's finaliser (high bits)."""
+        out = np.empty(M.shape[0], np.int64)
+        for i in range(M.shape[0]):
+            h = np.uint64(0x9E3779B97F4A7C15)
+            for c in range(M.shape[1]):
+                h = (h ^ np.uint64(M[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
+                h ^= h >> np.uint64(31)
+            h ^= h >> np.uint64(30)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(31)
+            out[i] = np.int64(h >> np.uint64(64 - bits))
+        return out
+
     @_jit
     def _build_rows(R, ok, bits):
         """Open-addressing table over R's rows: slot -> first row; nxt chains equal rows."""
         cap = 1 << bits
         mask = cap - 1
         k = R.shape[1]
+        slots = _row_slots(R, bits)
         head = np.full(cap, -1, np.int64)
         nxt = np.full(R.shape[0], -1, np.int64)
         for j in range(R.shape[0] - 1, -1, -1):  # chains in row order
             if not ok[j]:
                 continue
-            h = np.uint64(0x9E3779B97F4A7C15)
-            for c in range(k):
-                h = (h ^ np.uint64(R[j, c])) * np.uint64(0xBF58476D1CE4E5B9)
-                h ^= h >> np.uint64(31)
-            h ^= h >> np.uint64(30)
-            h *= np.uint64(0x94D049BB133111EB)
-            h ^= h >> np.uint64(31)
-            s = np.int64(h >> np.uint64(64 - bits))
+            s = slots[j]
             while head[s] != -1:
                 r = head[s]
                 eq = True
@@ -78,18 +87,12 @@ if COMPILED:
         """Per row of L: the first row of R equal to it (-1: none)."""
         mask = (1 << bits) - 1
         k = L.shape[1]
+        slots = _row_slots(L, bits)
         out = np.full(L.shape[0], -1, np.int64)
         for i in range(L.shape[0]):
             if not okl[i]:
                 continue
-            h = np.uint64(0x9E3779B97F4A7C15)
-            for c in range(k):
-                h = (h ^ np.uint64(L[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
-                h ^= h >> np.uint64(31)
-            h ^= h >> np.uint64(30)
-            h *= np.uint64(0x94D049BB133111EB)
-            h ^= h >> np.uint64(31)
-            s = np.int64(h >> np.uint64(64 - bits))
+            s = slots[i]
             while head[s] != -1:
                 r = head[s]
                 eq = True
@@ -149,21 +152,15 @@ if COMPILED:
         cap = 1 << bits
         mask = cap - 1
         k = M.shape[1]
-        slot = np.full(cap, -1, np.int64)
+        slots = _row_slots(M, bits)
+        table = np.full(cap, -1, np.int64)  # slot -> group id
         rep = np.empty(cap, np.int64)
         gid = np.empty(M.shape[0], np.int64)
         first = np.empty(M.shape[0], np.int64)
         g = 0
         for i in range(M.shape[0]):
-            h = np.uint64(0x9E3779B97F4A7C15)
-            for c in range(k):
-                h = (h ^ np.uint64(M[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
-                h ^= h >> np.uint64(31)
-            h ^= h >> np.uint64(30)
-            h *= np.uint64(0x94D049BB133111EB)
-            h ^= h >> np.uint64(31)
-            s = np.int64(h >> np.uint64(64 - bits))
-            while slot[s] != -1:
+            s = slots[i]
+            while table[s] != -1:
                 r = rep[s]
                 eq = True
                 for c in range(k):
@@ -173,12 +170,12 @@ if COMPILED:
                 if eq:
                     break
                 s = (s + 1) & mask
-            if slot[s] == -1:
-                slot[s] = g
+            if table[s] == -1:
+                table[s] = g
                 rep[s] = i
                 first[g] = i
                 g += 1
-            gid[i] = slot[s]
+            gid[i] = table[s]
         return gid, first[:g]
 
 
