@@ -591,6 +591,7 @@ class ArraysBackend:
 
     name = "arrays"
     cheap_checks = True
+    python_objects = True  # interned tuples and lists: the engine pauses the cyclic GC
 
     def __init__(self, threads: Optional[int] = None):
         global _SYM, _LST

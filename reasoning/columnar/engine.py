@@ -31,6 +31,7 @@ from ..compiler import CompiledProgram
 from ..engine import Engine as RowEngine
 from ..engine import TickReport
 from ..errors import HypoError
+from ..gcpause import frozen_survivors
 from ..patterns import ETemplate, Fact, LitPattern, compile_templates
 from .backend import PolarsBackend
 from .delays import COL, CONST, DelayPlan
@@ -159,6 +160,17 @@ class ColumnarEngine:
     # ================================================================== the tick
     def step(self, facts, tau: int, snapshot: bool = True, clean: bool = False
              ) -> ColumnarReport:
+        """Algorithm 1 for tick τ (see _step); on a backend whose columns make many small
+        Python objects (arrays: interned tuples, index lists) the cyclic collector is paused
+        and the survivors frozen, as the row engine does (gcpause.py: a third of a turbine
+        tick was collections)."""
+        if not getattr(self.B, "python_objects", False):
+            return self._step(facts, tau, snapshot, clean)
+        with frozen_survivors():
+            return self._step(facts, tau, snapshot, clean)
+
+    def _step(self, facts, tau: int, snapshot: bool = True, clean: bool = False
+              ) -> ColumnarReport:
         """Algorithm 1 for tick τ: S_{τ-1} and D|τ give S_τ (facts must be validated).
         `facts` is a list of Fact or {pred: {column: values} | frame (a0.., t)}; clean: the
         frames hold no duplicate (in the slice or of a fact in W) — the caller removed them."""
