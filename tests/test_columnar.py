@@ -252,3 +252,18 @@ def test_a_bound_time_variable_drops_its_vacuous_nogood(backend, monkeypatch):
                                       "J(a, a, 1)", "J(a, b, 1)", "J(a, c, 1)", "J(b, a, 1)",
                                       "J(b, b, 1)", "J(b, c, 1)", "J(c, a, 1)")])
     assert_same_run(cp, stream, 6)
+
+
+def test_working_columns_of_python_rows_keep_their_kind():
+    """Rows that went through Python (patterns.reduce_nogoods on `*` nogoods) come back with
+    their working columns typed by value: an int column typed as an object one made its
+    numbers strings (on the arrays backend, numbers in the string table, which broke the
+    renderer's copy of it; found by the random programs in a long test process)."""
+    from reasoning.columnar.engine import _kind
+    from reasoning.columnar.layout import BOOL, INT, OBJ, Layout
+
+    cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
+    lay = Layout.of(ColumnarEngine(cp).templates[0])
+    rows = [{"_x0": None, "_f": None, "_s": None}, {"_x0": 3, "_f": True, "_s": "a"}]
+    assert [_kind(lay, c, rows) for c in ("_x0", "_f", "_s", "ev", "ng")] == \
+        [INT, BOOL, OBJ, INT, "strlist"]

@@ -1065,11 +1065,15 @@ class ArraysBackend:
         the last report); the tables are shared, so every owner still alive is asked.  The
         string ids a live list holds stay.  Returns how many were freed."""
         _OWNERS.add(owner)
-        if not (_SYM.due() or _LST.due()):
+        lists, strings = _LST.due(), _SYM.due()
+        if not (lists or strings):
             return 0
         frames = [f for o in list(_OWNERS) for f in o.live_frames()]
+        # the lists first: a string sweep keeps the elements of the lists that stay
         lst_live = [c.v for f in frames for c in f.cols.values() if c.k in _LISTS]
         freed = _LST.sweep(np.concatenate(lst_live) if lst_live else np.zeros(0, np.int64))
+        if not strings:  # the string ids stay: so do their memos and copies
+            return freed
         obj_live = [c.v for f in frames for c in f.cols.values() if c.k == OBJ]
         # a string list holds string ids (an int list's values are kept too: harmless)
         obj_live.append(np.fromiter((x for t in _LST.vals if t for x in t

@@ -427,7 +427,8 @@ class ColumnarEngine:
                 r["ng"] = encode_nogoods(red)
                 rows.append(r)
             if rows:
-                out.append(B.from_rows(rows, {c: _kind(lay, c) for c in B.columns(multi)}))
+                out.append(B.from_rows(rows, {c: _kind(lay, c, rows)
+                                              for c in B.columns(multi)}))
         return B.concat(out)
 
     def _add(self, k: int, P: Pattern, df, fresh_only: bool = False) -> None:
@@ -1276,10 +1277,16 @@ class ColumnarEngine:
         self.tau = tick
 
 
-def _kind(lay: Layout, c: str) -> str:
+def _kind(lay: Layout, c: str, rows: Optional[list] = None) -> str:
+    """The kind of column c of a template's table; a working column (an expiry term, a
+    delay) by its values in rows (an int column typed as an object one made its numbers
+    strings, or on the arrays backend interned them as strings)."""
     if c.startswith("v") and c[1:].isdigit():
         return lay.kinds[int(c[1:])]
-    return META_KINDS.get(c, OBJ)
+    if c in META_KINDS or rows is None:
+        return META_KINDS.get(c, OBJ)
+    v = next((r[c] for r in rows if r.get(c) is not None), None)
+    return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else OBJ
 
 
 # above every value a time variable takes (times below 2^60, stream.MAX_TIME, plus program
