@@ -91,88 +91,30 @@ def numpy_ops(lk, rk, cols):
 
 
 def numba_ops(lk, rk, cols):
-    try:
-        import numba
-        import numpy as np
-    except ImportError:
+    """The engine's compiled row kernels (reasoning/columnar/kernels.py) on the packed key
+    as a one-column key matrix: the bare kernel, without the backend's column handling."""
+    import numpy as np
+
+    from reasoning.columnar import kernels
+
+    if not kernels.COMPILED:
         return {}
-
-    @numba.njit(cache=False)
-    def slot(k, mask):
-        """The key's bucket: splitmix64's finaliser (packed keys differ in their high bits,
-        so the low bits of a plain multiplication would collide)."""
-        x = np.uint64(k)
-        x ^= x >> np.uint64(30)
-        x *= np.uint64(0xBF58476D1CE4E5B9)
-        x ^= x >> np.uint64(27)
-        x *= np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-        return np.int64(x & np.uint64(mask))
-
-    @numba.njit(cache=False)
-    def build(rk):
-        cap = 1
-        while cap < 2 * len(rk):
-            cap <<= 1
-        head = np.full(cap, -1, np.int64)
-        nxt = np.full(len(rk), -1, np.int64)
-        for j in range(len(rk)):
-            h = slot(rk[j], cap - 1)
-            while head[h] != -1 and rk[head[h]] != rk[j]:
-                h = (h + 1) & (cap - 1)
-            nxt[j] = head[h]
-            head[h] = j
-        return head, nxt
-
-    @numba.njit(cache=False)
-    def probe(lk, rk, head, nxt):
-        cap = len(head)
-        li = np.empty(2 * len(lk) + 1, np.int64)
-        ri = np.empty(2 * len(lk) + 1, np.int64)
-        m = 0
-        for i in range(len(lk)):
-            h = slot(lk[i], cap - 1)
-            while head[h] != -1 and rk[head[h]] != lk[i]:
-                h = (h + 1) & (cap - 1)
-            j = head[h]
-            while j != -1:
-                if m == len(li):
-                    li = np.concatenate((li, np.empty(m, np.int64)))
-                    ri = np.concatenate((ri, np.empty(m, np.int64)))
-                li[m] = i
-                ri[m] = j
-                m += 1
-                j = nxt[j]
-        return li[:m], ri[:m]
-
-    @numba.njit(cache=False)
-    def member(lk, rk, head):
-        cap = len(head)
-        out = np.zeros(len(lk), np.bool_)
-        for i in range(len(lk)):
-            h = slot(lk[i], cap - 1)
-            while head[h] != -1:
-                if rk[head[h]] == lk[i]:
-                    out[i] = True
-                    break
-                h = (h + 1) & (cap - 1)
-        return out
+    kernels.warm()
+    L, R = lk.reshape(-1, 1), rk.reshape(-1, 1)
+    okl, okr = np.ones(len(lk), bool), np.ones(len(rk), bool)
 
     def take(idx):
         return {c: a[idx] for c, a in cols.items()}
 
     def inner():
-        head, nxt = build(rk)
-        li, ri = probe(lk, rk, head, nxt)
+        li, ri = kernels.join_rows(L, okl, R, okr)
         return take(li), ri
 
     def semi():
-        head, _ = build(rk)
-        return take(member(lk, rk, head))
+        return take(kernels.member_rows(L, okl, R, okr))
 
     def anti():
-        head, _ = build(rk)
-        return take(~member(lk, rk, head))
+        return take(~kernels.member_rows(L, okl, R, okr))
 
     return {"join_inner": inner, "join_semi": semi, "join_anti": anti}
 

@@ -176,7 +176,7 @@ class Ex:
         return self.f(fr)
 
     # arithmetic and comparison (Polars semantics: null in, null out)
-    def _bin(self, other, op, kind=None):
+    def _bin(self, other, op):
         o = _ex(other)
 
         def f(fr, a=self, b=o):
@@ -245,8 +245,9 @@ class Ex:
 
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()  # engines whose frames hold ids
-_SYM: Symbols  # set by ArraysBackend (one symbol table a process: ids are comparable)
-_LST: Symbols
+_SYM = Symbols()  # one table a process, shared by every engine: ids are comparable
+_LST = Symbols()
+_LST.pinned.add(_LST.id(()))
 
 
 def _const(value, kind: Optional[str]) -> tuple:
@@ -407,14 +408,16 @@ def _encode(vals: list, kind: str) -> Col:
     return Col(v, _norm_mask(m), kind)
 
 
-def _map_distinct(c: Col, fn, kind: str) -> Col:
-    """fn over the distinct non-null strings of an OBJ column, re-encoded as `kind`; nulls
-    stay null."""
+def _map_distinct(c: Col, fn, kind: str, table: Optional[Symbols] = None,
+                  put=None) -> Col:
+    """fn once per distinct non-null id of c (a string of an OBJ column; with table=_LST and
+    put=_internal, a list as the columns hold it), re-encoded as `kind` by put (default
+    _encode, from Python values); nulls stay null."""
     if c.v.size == 0:
         return Col(np.zeros(0, _DT[kind]), None, kind)
+    vals = (table or _SYM).vals
     u, inv = np.unique(c.v, return_inverse=True)
-    vals = [fn(_SYM.vals[i]) if i >= 0 else None for i in u.tolist()]
-    got = _encode(vals, kind)
+    got = (put or _encode)([fn(vals[i]) if i >= 0 else None for i in u.tolist()], kind)
     out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
     out.m = _norm_mask(_m_or(out.m, c.m))
     return out
@@ -443,14 +446,7 @@ def _internal(vals: list, kind: str) -> Col:
 def _map_lists(c: Col, fn, kind: str) -> Col:
     """fn over the distinct non-null lists of a list column (tuples of element ids or
     ints), its results in the columns' own form (`_internal`); nulls stay null."""
-    if c.v.size == 0:
-        return Col(np.zeros(0, _DT[kind]), None, kind)
-    u, inv = np.unique(c.v, return_inverse=True)
-    lists = _LST.vals
-    got = _internal([fn(lists[i]) if i >= 0 else None for i in u.tolist()], kind)
-    out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
-    out.m = _norm_mask(_m_or(out.m, c.m))
-    return out
+    return _map_distinct(c, fn, kind, _LST, _internal)
 
 
 _BY_HASH = None  # kernels.HashIndex over _SYM (built on first use; cleared by a sweep)
@@ -594,12 +590,6 @@ class ArraysBackend:
     python_objects = True  # interned tuples and lists: the engine pauses the cyclic GC
 
     def __init__(self, threads: Optional[int] = None):
-        global _SYM, _LST
-        try:
-            _SYM
-        except NameError:
-            _SYM, _LST = Symbols(), Symbols()
-            _LST.pinned.add(_LST.id(()))
         self.sym, self.lst = _SYM, _LST
         kernels.warm()
 
@@ -1287,24 +1277,13 @@ class ArraysBackend:
             cols[name] = _aggregate(a.agg, c, gid, g)
         return Frame(cols, g)
 
-    # aggregation expressions for group_agg
-    def agg_any(self, e):
-        return Ex(e.f, e.name, "any")
+    # aggregation expressions for group_agg: the expression, marked with its aggregate
+    def _agg(how: str):
+        return lambda self, e: Ex(e.f, e.name, how)
 
-    def agg_list(self, e):
-        return Ex(e.f, e.name, "list")
-
-    def agg_distinct(self, e):
-        return Ex(e.f, e.name, "distinct")
-
-    def agg_sum(self, e):
-        return Ex(e.f, e.name, "sum")
-
-    def agg_max(self, e):
-        return Ex(e.f, e.name, "max")
-
-    def agg_min(self, e):
-        return Ex(e.f, e.name, "min")
+    agg_any, agg_list, agg_distinct = _agg("any"), _agg("list"), _agg("distinct")
+    agg_sum, agg_max, agg_min = _agg("sum"), _agg("max"), _agg("min")
+    del _agg
 
     def with_row_id(self, df, name: str):
         cols = {name: Col(np.arange(df.n, dtype=np.int64), None, INT)}
