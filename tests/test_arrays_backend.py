@@ -148,6 +148,7 @@ def test_kernels_give_the_pairs_of_a_nested_loop(compiled, monkeypatch):
 @pytest.fixture
 def sweep_always(monkeypatch):
     monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
+    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,
@@ -176,6 +177,7 @@ def test_interned_tables_stay_bounded_over_a_long_run(monkeypatch):
     and every line printed after a sweep is the Polars backend's (the renderer's copy of
     the string table follows the reused ids)."""
     monkeypatch.setattr(arrays, "SWEEP_FLOOR", 2000)
+    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
     cp = compile_program("#query P(X, T).\n#delay E = 0.\nP(X, T) :- E(X, T), E(X, T+1).\n",
                          "<gen>")
     from reasoning.patterns import Fact

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import weakref
+from itertools import chain
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -30,6 +31,11 @@ from .layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
 NULL = "null"  # the kind of an untyped null literal
 SWEEP_FLOOR = 65536  # interned entries below which no sweep runs (Symbols.due)
+# the string table's floor is this many times larger: a sweep clears every per-string memo
+# (prefix operations, text ranks, the ingest hash index), and strings freed while their
+# devices are quiet come back a few ticks later (10⁵ devices freed and re-interned ~60 000
+# strings every 5 ticks at a floor of 65 536); 2²⁰ strings are a few tens of MB
+STRING_SWEEP_SCALE = 16
 _LISTS = (STRLIST, INTLIST)
 _IDS = (OBJ, STRLIST, INTLIST)
 _DT = {OBJ: np.int64, INT: np.int64, BOOL: np.bool_, FLOAT: np.float64, STRLIST: np.int64,
@@ -41,9 +47,10 @@ class Symbols:
     values no live frame holds are reused after `sweep` (bounded memory over a long run);
     pinned ids (the plan's literals) are never freed."""
 
-    __slots__ = ("ids", "vals", "free", "pinned", "swept_at", "reused")
+    __slots__ = ("ids", "vals", "free", "pinned", "swept_at", "reused", "strings")
 
-    def __init__(self):
+    def __init__(self, strings: bool = False):
+        self.strings = strings  # the string table (its floor is STRING_SWEEP_SCALE larger)
         self.ids: dict = {}
         self.vals: list = []
         self.free: list = []
@@ -67,7 +74,8 @@ class Symbols:
     def due(self) -> bool:
         """Enough new entries since the last sweep to look for dead ones."""
         n = len(self.ids)
-        return n >= SWEEP_FLOOR and n >= 2 * self.swept_at
+        floor = SWEEP_FLOOR * (STRING_SWEEP_SCALE if self.strings else 1)
+        return n >= floor and n >= 2 * self.swept_at
 
     def sweep(self, live: np.ndarray) -> int:
         """Free every id not in `live` (ids any live frame holds) nor pinned; returns how
@@ -245,7 +253,7 @@ class Ex:
 
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()  # engines whose frames hold ids
-_SYM = Symbols()  # one table a process, shared by every engine: ids are comparable
+_SYM = Symbols(strings=True)  # one table a process, shared by every engine: ids are comparable
 _LST = Symbols()
 _LST.pinned.add(_LST.id(()))
 
@@ -509,35 +517,158 @@ def _null_at(s, m):
     return s.scatter(np.flatnonzero(m), None)
 
 
-_PREFIXED: dict = {}  # (op, prefix) -> {string id: result}: list elements' string operations
+_PREFIXED: dict = {}  # (op, prefix) -> _PrefixOp: list elements' string operations
+_UNKNOWN = -2  # a _PrefixOp entry not computed yet
 
 
-def _by_prefix(op: str, prefix: str):
-    """One string operation on list elements, over a whole tuple of element ids at a time
-    (results memoised per id): `starts` (bool), `add` (the id of prefix + s) or `strip` (the
-    id of s without prefix, None if s does not start with it).  A null element (-1) gives
-    False, -1 and None respectively."""
+class _PrefixOp:
+    """One string operation on string ids, memoised in an array indexed by id: `starts`
+    (1 if the string starts with prefix, else 0), `add` (the id of prefix + s) or `strip`
+    (the id of s without prefix, -1 if s does not start with it).  A null element (-1) gives
+    0, -1 and -1 respectively.  Cleared by a string sweep (ids are reused)."""
+
+    __slots__ = ("op", "prefix", "table")
+
+    def __init__(self, op: str, prefix: str):
+        self.op, self.prefix = op, prefix
+        self.table = np.full(0, _UNKNOWN, np.int64)
+
+    def clear(self) -> None:
+        self.table = np.full(0, _UNKNOWN, np.int64)
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        n = len(_SYM.vals)
+        if self.table.size < n:
+            grown = np.full(max(n, 2 * self.table.size), _UNKNOWN, np.int64)
+            grown[:self.table.size] = self.table
+            self.table = grown
+        safe = np.maximum(ids, 0)
+        got = self.table[safe]
+        todo = (got == _UNKNOWN) & (ids >= 0)
+        if todo.any():
+            vals, prefix, op = _SYM.vals, self.prefix, self.op
+            k = len(prefix)
+            new = np.unique(ids[todo]).tolist()
+            if op == "starts":
+                res = [int(vals[i].startswith(prefix)) for i in new]
+            elif op == "add":
+                res = [_SYM.id(prefix + vals[i]) for i in new]
+            else:
+                res = [_SYM.id(vals[i][k:]) if vals[i].startswith(prefix) else -1
+                       for i in new]
+            if len(_SYM.vals) > self.table.size:  # `add`/`strip` made new strings
+                grown = np.full(2 * len(_SYM.vals), _UNKNOWN, np.int64)
+                grown[:self.table.size] = self.table
+                self.table = grown
+            self.table[new] = res
+            got = self.table[safe]
+        return np.where(ids >= 0, got, 0 if self.op == "starts" else -1)
+
+
+def _by_prefix(op: str, prefix: str) -> _PrefixOp:
     memo = _PREFIXED.get((op, prefix))
     if memo is None:
-        memo = _PREFIXED[(op, prefix)] = {}
-    vals = _SYM.vals
-    n = len(prefix)
-    null = {"starts": False, "add": -1, "strip": None}[op]
+        memo = _PREFIXED[(op, prefix)] = _PrefixOp(op, prefix)
+    return memo
 
-    def mapped(t) -> list:
-        for i in [x for x in t if x not in memo]:
-            if i < 0:
-                memo[i] = null
-                continue
-            x = vals[i]
-            if op == "starts":
-                memo[i] = x.startswith(prefix)
-            elif op == "add":
-                memo[i] = _SYM.id(prefix + x)
-            else:
-                memo[i] = _SYM.id(x[n:]) if x.startswith(prefix) else None
-        return list(map(memo.__getitem__, t))
-    return mapped
+
+class _TextRank:
+    """The strings' order by text (Polars' sort of a string list): a rank per string id,
+    kept for the ids list normalisation has met; ids met for the first time are merged in
+    by a binary search over the ranked texts.  Cleared by a string sweep."""
+
+    __slots__ = ("texts", "ids", "rank")
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
+        self.texts = np.zeros(0, object)  # ranked texts, sorted
+        self.ids = np.zeros(0, np.int64)  # their ids, in the same order
+        self.rank = np.full(0, -1, np.int64)
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        """The rank of each (non-null) id."""
+        n = len(_SYM.vals)
+        if self.rank.size < n:
+            grown = np.full(max(n, 2 * self.rank.size), -1, np.int64)
+            grown[:self.rank.size] = self.rank
+            self.rank = grown
+        r = self.rank[ids]
+        if (r < 0).any():
+            new = np.unique(ids[r < 0])
+            vals = _SYM.vals
+            texts = np.empty(new.size, object)
+            texts[:] = [vals[i] for i in new.tolist()]
+            order = np.argsort(texts, kind="stable")
+            new, texts = new[order], texts[order]
+            at = np.searchsorted(self.texts, texts) if self.texts.size else \
+                np.zeros(new.size, np.int64)
+            self.texts = np.insert(self.texts, at, texts)
+            self.ids = np.insert(self.ids, at, new)
+            self.rank[self.ids] = np.arange(self.ids.size)
+            r = self.rank[ids]
+        return r
+
+
+_RANK = _TextRank()
+
+
+def _segments(c: Col):
+    """The distinct lists of a list column, flattened: (distinct list ids, each row's index
+    into them, the elements, the index of the list each element belongs to).  A null list
+    (-1) has no elements."""
+    u, inv = np.unique(c.v, return_inverse=True)
+    lists = _LST.vals
+    ts = [lists[i] if i >= 0 else () for i in u.tolist()]
+    lens = np.fromiter(map(len, ts), np.int64, len(ts))
+    flat = np.fromiter(chain.from_iterable(ts), np.int64, int(lens.sum()))
+    return u, inv.ravel(), flat, np.repeat(np.arange(len(ts)), lens)
+
+
+def _map_segments(c: Col, fn) -> Col:
+    """fn(elements, owners) -> (elements', owners') over every distinct list of a string
+    list column at once (owners' non-decreasing: each list's elements in their new order);
+    nulls stay null."""
+    if c.v.size == 0:
+        return Col(np.zeros(0, np.int64), None, c.k)
+    u, inv, flat, owner = _segments(c)
+    f2, o2 = fn(flat, owner)
+    cuts = [0] + np.searchsorted(o2, np.arange(1, u.size)).tolist() + [o2.size]
+    vals = f2.tolist()
+    got = _internal([tuple(vals[cuts[j]:cuts[j + 1]]) if li >= 0 else None
+                     for j, li in enumerate(u.tolist())], c.k)
+    out = Col(got.v[inv], None if got.m is None else got.m[inv], c.k)
+    out.m = _norm_mask(_m_or(out.m, c.m))
+    return out
+
+
+def _norm_segments(flat: np.ndarray, owner: np.ndarray):
+    """Each string list without nulls and duplicates, sorted by text (list_norm)."""
+    keep = flat >= 0
+    flat, owner = flat[keep], owner[keep]
+    if flat.size == 0:
+        return flat, owner
+    r = _RANK(flat)
+    key = owner * np.int64(_RANK.ids.size) + r
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    first = np.ones(k.size, bool)
+    first[1:] = k[1:] != k[:-1]
+    sel = order[first]
+    return flat[sel], owner[sel]
+
+
+def _any_segments(c: Col, flags_of) -> Col:
+    """Whether any element of each list has flags_of(elements) true (a boolean column;
+    nulls stay null)."""
+    if c.v.size == 0:
+        return Col(np.zeros(0, bool), None, BOOL)
+    u, inv, flat, owner = _segments(c)
+    hit = np.zeros(u.size, bool)
+    hit[owner[flags_of(flat).astype(bool)]] = True
+    return Col(hit[inv], _norm_mask(_m_or(None, c.m)), BOOL)
+
 
 # ---------------------------------------------------------------- key packing
 
@@ -780,7 +911,7 @@ class ArraysBackend:
         return Ex(lambda fr: _map_lists(lst(fr), len, INT), lst.name)
 
     def list_concat(self, a, b):
-        return self._list_zip([a, b], lambda xs: tuple(x for t in xs for x in t))
+        return self._list_zip([a, b], lambda xs: tuple(chain.from_iterable(xs)))
 
     def _list_zip(self, exprs: list, fn, kind: str = STRLIST):
         """fn over the rows' tuples of list values (null if any is null)."""
@@ -863,29 +994,52 @@ class ArraysBackend:
         def f(fr):
             c = lst(fr)
             if c.k == STRLIST:
-                key = _SYM.vals.__getitem__
-                return _map_lists(c, lambda t: tuple(sorted({x for x in t if x >= 0},
-                                                            key=key)), c.k)
+                return _map_segments(c, _norm_segments)
             return _map_lists(c, lambda t: tuple(sorted({x for x in t if x is not None})),
                               c.k)
         return Ex(f, lst.name)
 
+    def _seg_map(self, lst, fn, slow):
+        """fn over the segments of a string list (_map_segments); slow(t) on the tuples of
+        any other list."""
+        def f(fr):
+            c = lst(fr)
+            if c.k == STRLIST:
+                return _map_segments(c, fn)
+            return _map_lists(c, slow, c.k)
+        return Ex(f, lst.name)
+
     def list_drop_prefix(self, lst, prefix: str):
         starts = _by_prefix("starts", prefix)
-        return self._list_map(lst, lambda t: tuple(x for x, st in zip(t, starts(t))
-                                                   if not st))
+
+        def fn(flat, owner):
+            keep = starts(flat) == 0
+            return flat[keep], owner[keep]
+        return self._seg_map(lst, fn, lambda t: t)
 
     def list_any_prefix(self, lst, prefix: str):
         starts = _by_prefix("starts", prefix)
-        return self._list_map(lst, lambda t: any(starts(t)), BOOL)
+
+        def f(fr):
+            c = lst(fr)
+            if c.k == STRLIST:
+                return _any_segments(c, starts)
+            return _map_lists(c, lambda t: False, BOOL)
+        return Ex(f, lst.name)
 
     def list_prefix(self, lst, prefix: str):
         add = _by_prefix("add", prefix)
-        return self._list_map(lst, lambda t: tuple(add(t)))
+        return self._seg_map(lst, lambda flat, owner: (add(flat), owner),
+                             lambda t: t)
 
     def list_strip_prefix(self, lst, prefix: str):
         strip = _by_prefix("strip", prefix)
-        return self._list_map(lst, lambda t: tuple(y for y in strip(t) if y is not None))
+
+        def fn(flat, owner):
+            got = strip(flat)
+            keep = got >= 0
+            return got[keep], owner[keep]
+        return self._seg_map(lst, fn, lambda t: ())
 
     def list_minus(self, a, b):
         def fn(parts):
@@ -1070,6 +1224,7 @@ class ArraysBackend:
                                      if isinstance(x, int) and x >= 0), np.int64))
         for memo in _PREFIXED.values():  # they may hold ids freed now
             memo.clear()
+        _RANK.clear()
         if _BY_HASH is not None:
             _BY_HASH.clear()
         _SYM_POLARS[0] = None
