@@ -1453,7 +1453,7 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
     valid = ~c.nulls()
     if kind == "any":
         out = np.zeros(g, bool)
-        np.logical_or.at(out, gid[valid], c.v[valid].astype(bool)) if valid.any() else None
+        out[gid[valid & c.v.astype(bool)]] = True
         return Col(out, None, BOOL)
     if kind == "sum":
         out = np.zeros(g, c.v.dtype if c.k == FLOAT else np.int64)
@@ -1470,13 +1470,14 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
         return Col(out.astype(c.v.dtype), _norm_mask(~has), c.k if c.k != NULL else INT)
     # list / distinct: the non-null values of each group in row order, as an interned list
     lk = INTLIST if c.k == INT else STRLIST
-    order = np.argsort(gid, kind="stable")
-    order = order[valid[order]]
+    rows = np.flatnonzero(valid)
+    if kind == "distinct" and rows.size > 1:  # each (group, value) at its first row
+        v = c.v[rows]
+        key = np.column_stack([gid[rows], (v + 0.0).view(np.int64)  # -0.0 as 0.0
+                               if v.dtype == np.float64 else v.astype(np.int64, copy=False)])
+        rows = rows[kernels.factorize_rows(key)[1]]  # first rows, in row order
+    order = rows[np.argsort(gid[rows], kind="stable")]
     vals = c.v[order].tolist()  # string ids or ints: the lists' own elements
-    gs = gid[order]
-    bounds = np.searchsorted(gs, np.arange(g + 1))
-    per = []
-    for i in range(g):
-        part = vals[bounds[i]:bounds[i + 1]]
-        per.append(tuple(dict.fromkeys(part)) if kind == "distinct" else tuple(part))
+    bounds = np.searchsorted(gid[order], np.arange(g + 1)).tolist()
+    per = [tuple(vals[a:b]) for a, b in zip(bounds, bounds[1:])]
     return _internal(per, lk)
