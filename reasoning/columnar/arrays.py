@@ -91,7 +91,7 @@ class Symbols:
         for i in dead:
             if i in free:
                 continue
-            x = self.vals[i]
+            x = self._key(self.vals[i])
             if self.ids.get(x) == i:
                 del self.ids[x]
             self.vals[i] = None
@@ -99,6 +99,10 @@ class Symbols:
             freed += 1
         self.swept_at = len(self.ids)
         return freed
+
+    @staticmethod
+    def _key(x):
+        return x
 
     def encode(self, xs: Iterable) -> np.ndarray:
         get = self.ids.get
@@ -117,6 +121,81 @@ class Symbols:
     def decode(self, ids: np.ndarray) -> list:
         vals = self.vals
         return [vals[i] if i >= 0 else None for i in ids.tolist()]
+
+
+LONG_LIST = 64  # a list at least this long is held as a read-only int64 array (ListTable)
+
+
+class ListTable(Symbols):
+    """Interned lists.  A short list is a tuple (its own key).  A list of LONG_LIST elements
+    or more whose elements are all int64 (string ids, ints without nulls) is held as a
+    read-only int64 array keyed by its bytes: a schematic answer's exclusions (10⁴–10⁵
+    devices) are built, compared and interned without a Python object per element (hashing
+    the bytes is ~10× cheaper than hashing the tuple).  Every list goes through `_canon`, so
+    equal lists get one id whichever form they arrive in."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _key(x):
+        return x.tobytes() if isinstance(x, np.ndarray) else x
+
+    @staticmethod
+    def _canon(x):
+        """(key, value) of a list given as a tuple or an array."""
+        if isinstance(x, np.ndarray):
+            if x.size < LONG_LIST:
+                return (t := tuple(x.tolist())), t
+            a = x if x.dtype == np.int64 else x.astype(np.int64)
+        elif len(x) < LONG_LIST:
+            if any(type(e) is not int and e is not None for e in x):  # numpy ints
+                x = tuple(None if e is None else int(e) for e in x)
+            return x, x
+        else:
+            try:
+                a = np.array(x, dtype=np.int64)
+            except (TypeError, OverflowError):  # a null element or a huge int
+                return x, x
+        if a.flags.writeable:
+            a = a.copy() if a.base is not None else a
+            a.flags.writeable = False
+        return a.tobytes(), a
+
+    def id(self, x) -> int:
+        key, val = self._canon(x)
+        i = self.ids.get(key)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+                self.vals[i] = val
+                self.reused.append(i)
+            else:
+                i = len(self.vals)
+                self.vals.append(val)
+            self.ids[key] = i
+        return i
+
+    def encode(self, xs: Iterable) -> np.ndarray:
+        get = self.ids.get
+        out = []
+        app = out.append
+        for x in xs:
+            if x is None:
+                app(-1)
+                continue
+            if type(x) is tuple and len(x) < LONG_LIST:
+                i = get(x)
+                if i is None:
+                    i = self.id(x)
+            else:
+                i = self.id(x)
+            app(i)
+        return np.array(out, dtype=np.int64)
+
+
+def _tuple(t) -> tuple:
+    """A list value as a tuple of Python values."""
+    return tuple(t.tolist()) if isinstance(t, np.ndarray) else t
 
 
 class Col:
@@ -254,7 +333,7 @@ class Ex:
 
 _OWNERS: "weakref.WeakSet" = weakref.WeakSet()  # engines whose frames hold ids
 _SYM = Symbols(strings=True)  # one table a process, shared by every engine: ids are comparable
-_LST = Symbols()
+_LST = ListTable()
 _LST.pinned.add(_LST.id(()))
 
 
@@ -385,6 +464,8 @@ def _decode(c: Col) -> list:
         out = _LST.decode(c.v)
         if c.k == STRLIST:
             out = [None if t is None else _elem_vals(t) for t in out]
+        else:
+            out = [None if t is None else _tuple(t) for t in out]
     elif c.k == NULL:
         return [None] * c.v.size
     else:
@@ -614,16 +695,39 @@ class _TextRank:
 _RANK = _TextRank()
 
 
+_NO_ELEMENTS = np.zeros(0, np.int64)
+
+
 def _segments(c: Col):
     """The distinct lists of a list column, flattened: (distinct list ids, each row's index
     into them, the elements, the index of the list each element belongs to).  A null list
     (-1) has no elements."""
     u, inv = np.unique(c.v, return_inverse=True)
     lists = _LST.vals
-    ts = [lists[i] if i >= 0 else () for i in u.tolist()]
+    ul = u.tolist()
+    ts = [lists[i] if i >= 0 else () for i in ul]
     lens = np.fromiter(map(len, ts), np.int64, len(ts))
-    flat = np.fromiter(chain.from_iterable(ts), np.int64, int(lens.sum()))
-    return u, inv.ravel(), flat, np.repeat(np.arange(len(ts)), lens)
+    if any(isinstance(t, np.ndarray) for t in ts):  # long lists: concatenated as arrays
+        flat = np.concatenate([t if isinstance(t, np.ndarray) else
+                               np.fromiter(t, np.int64, len(t)) for t in ts])
+    else:
+        flat = np.fromiter(chain.from_iterable(ts), np.int64, int(lens.sum()))
+    return u, inv.ravel(), flat, np.repeat(np.arange(len(ul)), lens)
+
+
+def _split(flat: np.ndarray, cuts: list) -> list:
+    """flat[cuts[j]:cuts[j+1]] for each j, as list values (_LST: a long one stays an
+    array, a short one becomes a tuple)."""
+    out = []
+    short = None
+    for a, b in zip(cuts, cuts[1:]):
+        if b - a >= LONG_LIST:
+            out.append(flat[a:b])
+        else:
+            if short is None:
+                short = flat.tolist()
+            out.append(tuple(short[a:b]))
+    return out
 
 
 def _map_segments(c: Col, fn) -> Col:
@@ -635,9 +739,8 @@ def _map_segments(c: Col, fn) -> Col:
     u, inv, flat, owner = _segments(c)
     f2, o2 = fn(flat, owner)
     cuts = [0] + np.searchsorted(o2, np.arange(1, u.size)).tolist() + [o2.size]
-    vals = f2.tolist()
-    got = _internal([tuple(vals[cuts[j]:cuts[j + 1]]) if li >= 0 else None
-                     for j, li in enumerate(u.tolist())], c.k)
+    got = _internal([None if li < 0 else x for li, x in zip(u.tolist(), _split(f2, cuts))],
+                    c.k)
     out = Col(got.v[inv], None if got.m is None else got.m[inv], c.k)
     out.m = _norm_mask(_m_or(out.m, c.m))
     return out
@@ -657,6 +760,17 @@ def _norm_segments(flat: np.ndarray, owner: np.ndarray):
     first[1:] = k[1:] != k[:-1]
     sel = order[first]
     return flat[sel], owner[sel]
+
+
+def _concat_lists(xs: list):
+    """The lists one after the other (arrays when one is held as an array, _LST)."""
+    if any(isinstance(x, np.ndarray) for x in xs):
+        try:
+            return np.concatenate([x if isinstance(x, np.ndarray) else
+                                   np.array(x, dtype=np.int64).reshape(-1) for x in xs])
+        except (TypeError, OverflowError):  # a null element: tuples
+            pass
+    return tuple(chain.from_iterable(_tuple(x) for x in xs))
 
 
 def _any_segments(c: Col, flags_of) -> Col:
@@ -911,7 +1025,7 @@ class ArraysBackend:
         return Ex(lambda fr: _map_lists(lst(fr), len, INT), lst.name)
 
     def list_concat(self, a, b):
-        return self._list_zip([a, b], lambda xs: tuple(chain.from_iterable(xs)))
+        return self._list_zip([a, b], _concat_lists)
 
     def _list_zip(self, exprs: list, fn, kind: str = STRLIST):
         """fn over the rows' tuples of list values (null if any is null)."""
@@ -1220,8 +1334,9 @@ class ArraysBackend:
             return freed
         obj_live = [c.v for f in frames for c in f.cols.values() if c.k == OBJ]
         # a string list holds string ids (an int list's values are kept too: harmless)
-        obj_live.append(np.fromiter((x for t in _LST.vals if t for x in t
+        obj_live.append(np.fromiter((x for t in _LST.vals if type(t) is tuple for x in t
                                      if isinstance(x, int) and x >= 0), np.int64))
+        obj_live.extend(t for t in _LST.vals if isinstance(t, np.ndarray))
         for memo in _PREFIXED.values():  # they may hold ids freed now
             memo.clear()
         _RANK.clear()
@@ -1477,7 +1592,11 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
                                if v.dtype == np.float64 else v.astype(np.int64, copy=False)])
         rows = rows[kernels.factorize_rows(key)[1]]  # first rows, in row order
     order = rows[np.argsort(gid[rows], kind="stable")]
-    vals = c.v[order].tolist()  # string ids or ints: the lists' own elements
+    vals = c.v[order]  # string ids or ints: the lists' own elements
+    if vals.dtype != np.int64:  # a float or bool column's list: Python values
+        vals = np.array(vals.tolist(), dtype=object)
+        bounds = np.searchsorted(gid[order], np.arange(g + 1)).tolist()
+        return _internal([tuple(vals[a:b].tolist()) for a, b in zip(bounds, bounds[1:])],
+                         lk)
     bounds = np.searchsorted(gid[order], np.arange(g + 1)).tolist()
-    per = [tuple(vals[a:b]) for a, b in zip(bounds, bounds[1:])]
-    return _internal(per, lk)
+    return _internal(_split(vals, bounds), lk)
