@@ -1436,11 +1436,14 @@ class ArraysBackend:
         li, ri = kernels.join_rows(L, okl, R, okr, how == "left")
         # Polars coalesces the key columns only when every key is a column name
         coalesce = all(isinstance(x, str) for x in left_on)
-        return self._combine(left, right, li, ri, set(right_on) if coalesce else set())
+        # a left join keeps every left row, in order: as many pairs as rows means each row
+        # once, and its left columns are the left frame's (a lookup: no gather)
+        same = how == "left" and li.size == left.n
+        return self._combine(left, right, li, ri, set(right_on) if coalesce else set(), same)
 
-    def _combine(self, left, right, li, ri, drop: set):
+    def _combine(self, left, right, li, ri, drop: set, same_left: bool = False):
         n = li.size
-        cols = {k: c.take(li) for k, c in left.cols.items()}
+        cols = dict(left.cols) if same_left else {k: c.take(li) for k, c in left.cols.items()}
         miss = ri < 0
         any_miss = bool(miss.any())
         rsafe = np.where(miss, 0, ri) if any_miss else ri
