@@ -86,6 +86,13 @@ def test_expressions_filter_and_columns_as_polars(left, which):
             "dp": B.list_drop_prefix(c("l"), "0:"),
             "sp": B.list_strip_prefix(c("l"), "0:"),
             "bits": B.bit_or(B.set_bit(c("y"), 3), B.lit(1, INT)),
+            # a literal operand is a 0-d column on the arrays backend, on either side
+            "r": B.lit(2, INT) - c("y"),
+            "lt": c("x") < B.lit("b", OBJ),
+            "gt": B.lit(1, INT) < c("y"),
+            "tb": B.lit(True, BOOL) & c("b"),
+            "fb": c("b") | B.lit(False, BOOL),
+            "eqs": B.lit("a", OBJ) != c("x"),
         })
     both(fn, left)
 

@@ -254,19 +254,33 @@ class Frame:
 class Ex:
     """An expression: f(frame) -> Col, with the name a select gives its column."""
 
-    __slots__ = ("f", "name", "agg")
+    __slots__ = ("f", "name", "agg", "const")
 
     def __init__(self, f, name: Optional[str] = None, agg: Optional[str] = None):
         self.f, self.name, self.agg = f, name, agg
+        self.const: Optional[Col] = None  # a non-null literal: its value as a 0-d column
 
     def __call__(self, fr: Frame) -> Col:
         return self.f(fr)
 
     # arithmetic and comparison (Polars semantics: null in, null out)
-    def _bin(self, other, op):
+    def _bin(self, other, op, ordered: bool = False):
+        """op on both sides' columns; a literal side is passed as a 0-d column (numpy
+        broadcasts it: no column of the frame's height is made), except an interned value
+        under an order comparison (_cmp decodes those)."""
         o = _ex(other)
+        a, b = self, o
+        ca, cb = a.const, b.const
+        if (ca is None) != (cb is None) and not (ordered and (ca or cb).k in _IDS):
+            if cb is not None:
+                def f(fr, a=a, c=cb):
+                    return op(a(fr), c)
+            else:
+                def f(fr, b=b, c=ca):
+                    return op(c, b(fr))
+            return Ex(f, self.name)
 
-        def f(fr, a=self, b=o):
+        def f(fr, a=a, b=b):
             x, y = a(fr), b(fr)
             return op(x, y)
         return Ex(f, self.name)
@@ -302,16 +316,16 @@ class Ex:
         return self._bin(o, lambda x, y: _cmp(x, y, np.not_equal))
 
     def __lt__(self, o):
-        return self._bin(o, lambda x, y: _cmp(x, y, np.less))
+        return self._bin(o, lambda x, y: _cmp(x, y, np.less), ordered=True)
 
     def __le__(self, o):
-        return self._bin(o, lambda x, y: _cmp(x, y, np.less_equal))
+        return self._bin(o, lambda x, y: _cmp(x, y, np.less_equal), ordered=True)
 
     def __gt__(self, o):
-        return self._bin(o, lambda x, y: _cmp(x, y, np.greater))
+        return self._bin(o, lambda x, y: _cmp(x, y, np.greater), ordered=True)
 
     def __ge__(self, o):
-        return self._bin(o, lambda x, y: _cmp(x, y, np.greater_equal))
+        return self._bin(o, lambda x, y: _cmp(x, y, np.greater_equal), ordered=True)
 
     def __and__(self, o):
         return self._bin(o, _and)
@@ -374,7 +388,10 @@ def _lit_ex(value, kind: Optional[str] = None) -> Ex:
             memo[0], memo[1] = n, Col(np.full(n, s, dtype=dt),
                                       np.ones(n, bool) if isnull else None, k)
         return memo[1]
-    return Ex(f, "literal")
+    ex = Ex(f, "literal")
+    if not isnull and k != NULL:
+        ex.const = Col(np.array(s, dtype=dt), None, k)
+    return ex
 
 
 def _ex(x) -> Ex:
@@ -403,9 +420,11 @@ def _neg(x: Col) -> Col:
 def _cmp(x: Col, y: Col, op) -> Col:
     m = _m_or(x.m, y.m)
     if x.k == NULL or y.k == NULL:
-        n = x.v.size
+        n = max(x.v.size, y.v.size)
         return Col(np.zeros(n, bool), np.ones(n, bool), BOOL)
     if x.k in _IDS and op not in (np.equal, np.not_equal):  # order of the values
+        n = max(x.v.size, y.v.size)  # a literal side (0-d, Ex._bin) as a column
+        x, y = (Col(np.full(n, c.v), c.m, c.k) if c.v.ndim == 0 else c for c in (x, y))
         xs, ys = _decode(x), _decode(y)
         v = np.array([a is not None and b is not None and bool(op(a, b))
                       for a, b in zip(xs, ys)], dtype=bool)
