@@ -233,11 +233,15 @@ def test_long_lists_as_polars(ls, extra):
     both(fn, left)
 
 
-def test_a_large_schematic_answer_on_both_backends():
+def test_a_large_schematic_answer_on_both_backends(monkeypatch):
     """The turbines program over 300 devices: the schematic OK(X, T) answer excludes more
     devices than LONG_LIST, so its lists are arrays on the arrays backend — same answers and
-    lines as Polars at every tick."""
+    lines as Polars at every tick, with the interned tables swept at every chance (the
+    string ids an array-held list holds stay)."""
     import random
+
+    monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
+    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
 
     from reasoning.patterns import Fact
 
@@ -248,7 +252,7 @@ def test_a_large_schematic_answer_on_both_backends():
     cp = compile_program(text, "<gen>")
     a = Session(cp, engine="columnar", backend=PolarsBackend())
     b = Session(cp, engine="columnar", backend=ArraysBackend())
-    for tau in range(10):
+    for tau in range(14):
         facts = [Fact("Hot", (f"wt{i}",), t) for i in range(300) for t in (tau - 1, tau)
                  if t >= 0 and rnd.random() < 0.4]
         facts = list(dict.fromkeys(facts))
