@@ -60,17 +60,22 @@ class Symbols:
         self.swept_at = 0  # live entries after the last sweep
         self.reused: list = []  # ids given a new value since a copy (_sym_series) was made
 
+    plain = True  # every value is its own key (ListTable: short tuples only)
+
     def id(self, x) -> int:
-        i = self.ids.get(x)
+        return self._put(x, x)
+
+    def _put(self, key, val) -> int:
+        i = self.ids.get(key)
         if i is None:
             if self.free:
                 i = self.free.pop()
-                self.vals[i] = x
+                self.vals[i] = val
                 self.reused.append(i)
             else:
                 i = len(self.vals)
-                self.vals.append(x)
-            self.ids[x] = i
+                self.vals.append(val)
+            self.ids[key] = i
         return i
 
     def due(self) -> bool:
@@ -108,13 +113,14 @@ class Symbols:
 
     def encode(self, xs: Iterable) -> np.ndarray:
         get = self.ids.get
+        plain = self.plain
         out = []
         app = out.append
         for x in xs:
             if x is None:
                 app(-1)
                 continue
-            i = get(x)
+            i = get(x) if plain or (type(x) is tuple and len(x) < LONG_LIST) else None
             if i is None:
                 i = self.id(x)
             app(i)
@@ -163,36 +169,10 @@ class ListTable(Symbols):
             a.flags.writeable = False
         return a.tobytes(), a
 
-    def id(self, x) -> int:
-        key, val = self._canon(x)
-        i = self.ids.get(key)
-        if i is None:
-            if self.free:
-                i = self.free.pop()
-                self.vals[i] = val
-                self.reused.append(i)
-            else:
-                i = len(self.vals)
-                self.vals.append(val)
-            self.ids[key] = i
-        return i
+    plain = False
 
-    def encode(self, xs: Iterable) -> np.ndarray:
-        get = self.ids.get
-        out = []
-        app = out.append
-        for x in xs:
-            if x is None:
-                app(-1)
-                continue
-            if type(x) is tuple and len(x) < LONG_LIST:
-                i = get(x)
-                if i is None:
-                    i = self.id(x)
-            else:
-                i = self.id(x)
-            app(i)
-        return np.array(out, dtype=np.int64)
+    def id(self, x) -> int:
+        return self._put(*self._canon(x))
 
 
 def _tuple(t) -> tuple:
