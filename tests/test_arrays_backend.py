@@ -261,3 +261,25 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
         assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
         assert a.lines(True, True) == b.lines(True, True), tau
     assert max(len(x) for x in arrays._LST.vals if x is not None) >= arrays.LONG_LIST
+
+
+@OPS
+@given(st.lists(st.tuples(st.lists(st.one_of(st.integers(-2, 5), st.none()), min_size=60,
+                                   max_size=70), st.booleans()), min_size=1, max_size=12))
+def test_list_table_gives_one_id_per_content(items):
+    """arrays.ListTable: a list arriving as a tuple or as an array (long ones are held as
+    arrays) gets the id of its content, and decodes to it."""
+    import numpy as np
+
+    T = arrays.ListTable()
+    seen: dict = {}
+    for xs, as_array in items:
+        if None not in xs and as_array:
+            x = np.array(xs, dtype=np.int64)
+        else:
+            x = tuple(xs)
+        i = T.id(x)
+        assert seen.setdefault(tuple(xs), i) == i
+        assert arrays._tuple(T.vals[i]) == tuple(xs)
+        assert T.encode([x, None]).tolist() == [i, -1]
+    assert len(set(seen.values())) == len(seen)
