@@ -265,21 +265,26 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
 
 @OPS
 @given(st.lists(st.tuples(st.lists(st.one_of(st.integers(-2, 5), st.none()), min_size=60,
-                                   max_size=70), st.booleans()), min_size=1, max_size=12))
+                                   max_size=70), st.sampled_from(["tuple", "array", "np"])),
+                min_size=1, max_size=12))
 def test_list_table_gives_one_id_per_content(items):
-    """arrays.ListTable: a list arriving as a tuple or as an array (long ones are held as
-    arrays) gets the id of its content, and decodes to it."""
+    """arrays.ListTable: a list arriving as a tuple, as an array (long ones are held as
+    arrays) or as a tuple of numpy ints (read from an array) gets the id of its content,
+    and decodes to it as Python values."""
     import numpy as np
 
     T = arrays.ListTable()
     seen: dict = {}
-    for xs, as_array in items:
-        if None not in xs and as_array:
+    for xs, form in items:
+        if None not in xs and form == "array":
             x = np.array(xs, dtype=np.int64)
+        elif form == "np":
+            x = tuple(None if e is None else np.int64(e) for e in xs)
         else:
             x = tuple(xs)
         i = T.id(x)
         assert seen.setdefault(tuple(xs), i) == i
-        assert arrays._tuple(T.vals[i]) == tuple(xs)
+        got = arrays._tuple(T.vals[i])
+        assert got == tuple(xs) and all(e is None or type(e) is int for e in got)
         assert T.encode([x, None]).tolist() == [i, -1]
     assert len(set(seen.values())) == len(seen)

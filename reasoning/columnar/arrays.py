@@ -152,18 +152,16 @@ class ListTable(Symbols):
     def _canon(x):
         """(key, value) of a list given as a tuple or an array."""
         if isinstance(x, np.ndarray):
-            if x.size < LONG_LIST:
+            if x.size < LONG_LIST or x.dtype.kind != "i":
                 return (t := tuple(x.tolist())), t
             a = x if x.dtype == np.int64 else x.astype(np.int64)
         elif len(x) < LONG_LIST:
-            if any(type(e) is not int and e is not None for e in x):  # numpy ints
-                x = tuple(None if e is None else int(e) for e in x)
-            return x, x
+            return (t := _py_ints(x)), t
         else:
-            try:
-                a = np.array(x, dtype=np.int64)
-            except (TypeError, OverflowError):  # a null element or a huge int
-                return x, x
+            a = np.array(x)
+            if a.dtype.kind != "i" or a.ndim != 1:  # a null, a bool, a float, a huge int
+                return (t := _py_ints(x)), t
+            a = a.astype(np.int64, copy=False)
         if a.flags.writeable:
             a = a.copy() if a.base is not None else a
             a.flags.writeable = False
@@ -173,6 +171,13 @@ class ListTable(Symbols):
 
     def id(self, x) -> int:
         return self._put(*self._canon(x))
+
+
+def _py_ints(t: tuple) -> tuple:
+    """t with its numpy integers as Python ints (elements read from an array-held list)."""
+    if any(isinstance(e, np.integer) for e in t):
+        return tuple(int(e) if isinstance(e, np.integer) else e for e in t)
+    return t
 
 
 def _tuple(t) -> tuple:
