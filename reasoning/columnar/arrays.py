@@ -258,7 +258,8 @@ class Ex:
         o = _ex(other)
         a, b = self, o
         ca, cb = a.const, b.const
-        if (ca is None) != (cb is None) and not (ordered and (ca or cb).k in _IDS):
+        lit = cb if ca is None else ca
+        if (ca is None) != (cb is None) and not (ordered and lit.k in _IDS):
             if cb is not None:
                 def f(fr, a=a, c=cb):
                     return op(a(fr), c)
