@@ -219,13 +219,13 @@ class Session:
 
         col = self.col
         B = col.B
+        keep_rows = getattr(B, "keep_rows", None)
         n = 0
         output_only = False
         for k, tp in enumerate(col.templates):
             if tp.qid != col.main_qid:
                 continue
             for P, A in list(col.S[k].items()):
-                keep_rows = getattr(B, "keep_rows", None)
                 if keep_rows is None:  # Spark: the output only
                     output_only = True
                     continue

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from . import kernels
+from .backend import InProcessFrames
 from .layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
 NULL = "null"  # the kind of an untyped null literal
@@ -514,9 +515,14 @@ def _map_distinct(c: Col, fn, kind: str, table: Optional[Symbols] = None,
     vals = (table or _SYM).vals
     u, inv = np.unique(c.v, return_inverse=True)
     got = (put or _encode)([fn(vals[i]) if i >= 0 else None for i in u.tolist()], kind)
-    out = Col(got.v[inv], None if got.m is None else got.m[inv], kind)
-    out.m = _norm_mask(_m_or(out.m, c.m))
-    return out
+    return _per_row(got, inv, c)
+
+
+def _per_row(got: Col, inv: np.ndarray, c: Col) -> Col:
+    """The values computed once per distinct id of c (got) spread back over c's rows
+    (inv: each row's distinct index); c's nulls stay null."""
+    m = None if got.m is None else got.m[inv]
+    return Col(got.v[inv], _norm_mask(_m_or(m, c.m)), got.k)
 
 
 def _elements(flat: list, kind: str) -> Col:
@@ -609,6 +615,17 @@ _PREFIXED: dict = {}  # (op, prefix) -> _PrefixOp: list elements' string operati
 _UNKNOWN = -2  # a _PrefixOp entry not computed yet
 
 
+def _cover_strings(table: np.ndarray, fill: int) -> np.ndarray:
+    """table (indexed by string id) with an entry for every id of the string table: grown
+    to at least twice its size, the new entries `fill`."""
+    n = len(_SYM.vals)
+    if table.size >= n:
+        return table
+    grown = np.full(max(n, 2 * table.size), fill, np.int64)
+    grown[:table.size] = table
+    return grown
+
+
 class _PrefixOp:
     """One string operation on string ids, memoised in an array indexed by id: `starts`
     (1 if the string starts with prefix, else 0), `add` (the id of prefix + s) or `strip`
@@ -625,11 +642,7 @@ class _PrefixOp:
         self.table = np.full(0, _UNKNOWN, np.int64)
 
     def __call__(self, ids: np.ndarray) -> np.ndarray:
-        n = len(_SYM.vals)
-        if self.table.size < n:
-            grown = np.full(max(n, 2 * self.table.size), _UNKNOWN, np.int64)
-            grown[:self.table.size] = self.table
-            self.table = grown
+        self.table = _cover_strings(self.table, _UNKNOWN)
         safe = np.maximum(ids, 0)
         got = self.table[safe]
         todo = (got == _UNKNOWN) & (ids >= 0)
@@ -644,10 +657,7 @@ class _PrefixOp:
             else:
                 res = [_SYM.id(vals[i][k:]) if vals[i].startswith(prefix) else -1
                        for i in new]
-            if len(_SYM.vals) > self.table.size:  # `add`/`strip` made new strings
-                grown = np.full(2 * len(_SYM.vals), _UNKNOWN, np.int64)
-                grown[:self.table.size] = self.table
-                self.table = grown
+            self.table = _cover_strings(self.table, _UNKNOWN)  # `add`/`strip` made strings
             self.table[new] = res
             got = self.table[safe]
         return np.where(ids >= 0, got, 0 if self.op == "starts" else -1)
@@ -680,11 +690,7 @@ class _TextRank:
 
     def __call__(self, ids: np.ndarray) -> np.ndarray:
         """The rank of each (non-null) id."""
-        n = len(_SYM.vals)
-        if self.rank.size < n:
-            grown = np.full(max(n, 2 * self.rank.size), -1, np.int64)
-            grown[:self.rank.size] = self.rank
-            self.rank = grown
+        self.rank = _cover_strings(self.rank, -1)
         r = self.rank[ids]
         if (r < 0).any():
             new = np.unique(ids[r < 0])
@@ -757,9 +763,7 @@ def _map_segments(c: Col, fn) -> Col:
     cuts = [0] + np.searchsorted(o2, np.arange(1, u.size)).tolist() + [o2.size]
     got = _internal([None if li < 0 else x for li, x in zip(u.tolist(), _split(f2, cuts))],
                     c.k)
-    out = Col(got.v[inv], None if got.m is None else got.m[inv], c.k)
-    out.m = _norm_mask(_m_or(out.m, c.m))
-    return out
+    return _per_row(got, inv, c)
 
 
 def _norm_segments(flat: np.ndarray, owner: np.ndarray):
@@ -842,7 +846,7 @@ def _group_ids(cs: list[Col]):
 
 # ---------------------------------------------------------------- the backend
 
-class ArraysBackend:
+class ArraysBackend(InProcessFrames):
     """The in-process executor on numpy columns with compiled joins (see the module
     docstring); the same interface as backend.PolarsBackend."""
 
@@ -1323,15 +1327,6 @@ class ArraysBackend:
         empty = _LST.id(())
         return bool(((c.v != empty) & (c.v >= 0)).any())
 
-    def is_empty(self, df) -> bool:
-        return df.n == 0
-
-    def exists(self, df) -> bool:
-        return df.n > 0
-
-    def begin_tick(self) -> None:
-        pass
-
     def collect(self, owner) -> int:
         """Free the interned strings and lists that no live frame holds, once the tables
         doubled since the last sweep.  The live frames are those every engine on this
@@ -1612,10 +1607,8 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
         rows = rows[kernels.factorize_rows(key)[1]]  # first rows, in row order
     order = rows[np.argsort(gid[rows], kind="stable")]
     vals = c.v[order]  # string ids or ints: the lists' own elements
-    if vals.dtype != np.int64:  # a float or bool column's list: Python values
-        vals = np.array(vals.tolist(), dtype=object)
-        bounds = np.searchsorted(gid[order], np.arange(g + 1)).tolist()
-        return _internal([tuple(vals[a:b].tolist()) for a, b in zip(bounds, bounds[1:])],
-                         lk)
     bounds = np.searchsorted(gid[order], np.arange(g + 1)).tolist()
+    if vals.dtype != np.int64:  # a float or bool column's list: Python values
+        vl = vals.tolist()
+        return _internal([tuple(vl[a:b]) for a, b in zip(bounds, bounds[1:])], lk)
     return _internal(_split(vals, bounds), lk)

@@ -31,7 +31,23 @@ _DTYPES = {OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean, STRLIST: pl.List(pl.
            INTLIST: pl.List(pl.Int64), FLOAT: pl.Float64}
 
 
-class PolarsBackend:
+class InProcessFrames:
+    """What the in-process backends share: their frames know their height exactly (a
+    Polars DataFrame, arrays.Frame), and nothing is set up per tick."""
+
+    def is_empty(self, df) -> bool:
+        """A hint: True only if the frame is known to be empty (in process, always known)."""
+        return df.height == 0
+
+    def exists(self, df) -> bool:
+        """Exactly: the frame has a row."""
+        return df.height > 0
+
+    def begin_tick(self) -> None:
+        pass
+
+
+class PolarsBackend(InProcessFrames):
     """The in-process executor: eager Polars DataFrames."""
 
     name = "polars"
@@ -228,17 +244,6 @@ class PolarsBackend:
 
     def any_nonempty_list(self, df, col: str) -> bool:
         return df.height > 0 and (df.get_column(col).list.len().max() or 0) > 0
-
-    def is_empty(self, df) -> bool:
-        """A hint: True only if the frame is known to be empty (Polars always knows)."""
-        return df.height == 0
-
-    def exists(self, df) -> bool:
-        """Exactly: the frame has a row."""
-        return df.height > 0
-
-    def begin_tick(self) -> None:
-        pass
 
     def columns(self, df) -> list[str]:
         return df.columns
