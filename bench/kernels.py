@@ -1,8 +1,9 @@
 """Per-operation floor of the in-process executor's candidates, on the shapes of a turbine
 tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
-the engine's Polars backend, as numpy over interned integer keys, and as a compiled
-(numba) kernel, and through the arrays backend (reasoning/columnar/arrays.py: the same
-operation as the engine calls it, interned columns and the compiled row kernels).
+the engine's Polars backend, as numpy over interned integer keys, as the bare compiled
+kernels (C, and numba where the C ones cannot be built), and through the arrays backend
+(reasoning/columnar/arrays.py: the same operation as the engine calls it, interned columns
+and the compiled row kernels).
 
 A turbine tick at 10⁴ devices is ~180 backend operations; the issue's goal (300 000
 facts/s) leaves 6.3 ms a tick, i.e. ~35 µs an operation.  This prints, one JSON object per
@@ -10,7 +11,7 @@ operation and size, the microseconds each candidate takes (median of --repeat ru
 
     .venv/bin/python bench/kernels.py [--repeat 300] [--format text|json]
 
-The numpy and numba columns join on one packed int64 key (device id · 2²⁰ + time), i.e.
+The numpy, C and numba columns join on one packed int64 key (device id · 2²⁰ + time), i.e.
 constants interned to integers at ingest: the executor they stand for would keep every
 object column as interned ids and render strings only at the output.
 """
@@ -90,31 +91,33 @@ def numpy_ops(lk, rk, cols):
             "unique": unique}
 
 
-def numba_ops(lk, rk, cols):
-    """The engine's compiled row kernels (reasoning/columnar/kernels.py) on the packed key
-    as a one-column key matrix: the bare kernel, without the backend's column handling."""
+def bare_ops(impl: str, lk, rk, cols):
+    """One implementation ("c" or "numba") of the engine's row kernels
+    (reasoning/columnar/kernels.py) on the packed key as a one-column key matrix: the bare
+    kernel, without the backend's column handling."""
     import numpy as np
 
     from reasoning.columnar import kernels
 
-    if not kernels.COMPILED:
+    code = kernels.implementation(impl)
+    if code is None:
         return {}
-    kernels.warm()
     L, R = lk.reshape(-1, 1), rk.reshape(-1, 1)
     okl, okr = np.ones(len(lk), bool), np.ones(len(rk), bool)
+    bits = kernels._table_bits(max(len(rk), 1))
 
     def take(idx):
         return {c: a[idx] for c, a in cols.items()}
 
     def inner():
-        li, ri = kernels.join_rows(L, okl, R, okr)
+        li, ri = code.join_rows(L, okl, R, okr, bits, False)
         return take(li), ri
 
     def semi():
-        return take(kernels.member_rows(L, okl, R, okr))
+        return take(code.member_rows(L, okl, R, okr, bits))
 
     def anti():
-        return take(~kernels.member_rows(L, okl, R, okr))
+        return take(~code.member_rows(L, okl, R, okr, bits))
 
     return {"join_inner": inner, "join_semi": semi, "join_anti": anti}
 
@@ -160,7 +163,8 @@ def main(argv=None) -> int:
     for n_left, n_right in ((5426, 1480), (1, 4)):
         L, R, lk, rk, cols = frames(n_left, n_right)
         cands = {"polars": polars_ops(L, R), "arrays": arrays_ops(L, R),
-                 "numpy": numpy_ops(lk, rk, cols), "numba": numba_ops(lk, rk, cols)}
+                 "numpy": numpy_ops(lk, rk, cols), "c": bare_ops("c", lk, rk, cols),
+                 "numba": bare_ops("numba", lk, rk, cols)}
         for op in cands["polars"]:
             row = {"op": op, "left_rows": n_left, "right_rows": n_right}
             for name, ops in cands.items():

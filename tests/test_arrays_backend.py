@@ -125,14 +125,17 @@ def test_unique_group_by_and_explode_as_polars(left):
     both(lambda B, df: B.explode(B.select(df, [B.col("y"), B.col("l")]), "l"), left)
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_kernels_give_the_pairs_of_a_nested_loop(compiled, monkeypatch):
-    """The compiled kernels and the numpy code that stands in for them without numba."""
+@pytest.mark.parametrize("impl", ["c", "numba", "numpy"])
+def test_kernels_give_the_pairs_of_a_nested_loop(impl, monkeypatch):
+    """Each implementation of the row kernels (C, numba, numpy) against a nested loop."""
     import numpy as np
 
-    if compiled and not kernels.COMPILED:
-        pytest.skip("numba is not installed")
-    monkeypatch.setattr(kernels, "COMPILED", compiled)
+    if impl != "numpy":
+        code = kernels.implementation(impl)
+        if code is None:
+            pytest.skip(f"the {impl} kernels are not available here")
+        monkeypatch.setattr(kernels, "_impl", code)
+    monkeypatch.setattr(kernels, "COMPILED", impl != "numpy")
     rng = np.random.default_rng(3)
     for n in (0, 1, 7, 300):
         for k in (1, 2):
@@ -152,6 +155,70 @@ def test_kernels_give_the_pairs_of_a_nested_loop(compiled, monkeypatch):
             rows = [tuple(r) for r in L.tolist()]
             assert [rows[f] for f in first] == list(dict.fromkeys(rows))
             assert all(rows[first[g]] == r for g, r in zip(gid.tolist(), rows))
+
+
+def test_c_and_numba_kernels_agree_row_for_row():
+    """The C kernels are the numba ones' algorithms: the same pairs in the same order, the
+    same group numbering; inputs of another dtype or layout are converted, not misread."""
+    import numpy as np
+
+    c, nb = kernels.implementation("c"), kernels.implementation("numba")
+    if c is None or nb is None:
+        pytest.skip("needs both the C and the numba kernels")
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 5, 200, 3000):
+        for k in (0, 1, 3):
+            L = rng.integers(-3, 5, (n, k)).astype(np.int64)
+            R = rng.integers(-3, 5, (n // 2 + 1, k)).astype(np.int64)
+            okl, okr = rng.random(n) < 0.8, rng.random(R.shape[0]) < 0.8
+            bits = kernels._table_bits(R.shape[0])
+            for outer in (False, True):
+                got, want = c.join_rows(L, okl, R, okr, bits, outer), \
+                    nb.join_rows(L, okl, R, okr, bits, outer)
+                assert [g.tolist() for g in got] == [w.tolist() for w in want]
+            assert (c.member_rows(L, okl, R, okr, bits)
+                    == nb.member_rows(L, okl, R, okr, bits)).all()
+            fb = kernels._table_bits(max(n, 1))
+            assert [g.tolist() for g in c.factorize_rows(L, fb)] == \
+                [w.tolist() for w in nb.factorize_rows(L, fb)]
+    W = rng.integers(0, 4, (50, 4)).astype(np.int32)  # int32, and a strided view below
+    V = W.astype(np.int64)
+    b = kernels._table_bits(50)
+    ok = np.ones(50, bool)
+    assert [g.tolist() for g in c.join_rows(W[:, ::2], ok, W[:, ::2], ok, b, False)] == \
+        [g.tolist() for g in nb.join_rows(V[:, ::2].copy(), ok, V[:, ::2].copy(), ok, b,
+                                          False)]
+    with pytest.raises(ValueError):
+        c.join_rows(V, ok, V[:, :3], ok, b, False)  # key widths differ
+    with pytest.raises(ValueError):
+        c.factorize_rows(V[:, 0], b)  # not a matrix
+
+
+@pytest.mark.parametrize("impl", ["c", "numba"])
+def test_hash_index_is_a_dict(impl, monkeypatch):
+    """HashIndex (both compiled implementations) against a dict, across its growth."""
+    import numpy as np
+
+    code = kernels.implementation(impl)
+    if code is None:
+        pytest.skip(f"the {impl} kernels are not available here")
+    monkeypatch.setattr(kernels, "_impl", code)
+    rng = np.random.default_rng(7)
+    idx, want = kernels.HashIndex(), {}
+    for step in range(30):
+        k1 = rng.integers(-2**63, 2**63 - 1, 200, dtype=np.int64, endpoint=True)
+        k1[:50] = rng.integers(-5, 5, 50)  # collisions on the home slot, and repeats
+        k2 = rng.integers(0, 3, 200).astype(np.int64)
+        got = idx.lookup(k1, k2).tolist()
+        assert got == [want.get((a, b), -1) for a, b in zip(k1.tolist(), k2.tolist())]
+        v = np.arange(step * 200, step * 200 + 200, dtype=np.int64)
+        idx.insert(k1, k2, v)
+        for a, b, x in zip(k1.tolist(), k2.tolist(), v.tolist()):
+            want[(a, b)] = x
+        assert idx.n == len(want)
+    if impl == "c":  # the C code checks the table it writes into
+        with pytest.raises(ValueError):
+            code.hash_insert(k1, k2, v, idx.t1[:-1], idx.t2, idx.tv, idx.bits)
 
 
 @pytest.fixture

@@ -1,10 +1,16 @@
 """Compiled kernels of the arrays executor (arrays.py): hash join, membership and
-factorisation over key matrices (one int64 row of key values per table row, arrays._keymats).
+factorisation over key matrices (one int64 row of key values per table row, arrays._keymats),
+and a persistent 128-bit-hash -> id index (HashIndex).
 
-With numba installed (requirements.txt) they are compiled once and cached next to this file
-(or under NUMBA_CACHE_DIR); without it (or with HYPO_NO_NUMBA=1) the same functions run as
-numpy sort-based code on one dense code a row: identical results, several times slower on
-10³–10⁴ rows (bench/kernels.py).
+Three implementations, the same results (tests/test_arrays_backend.py compares them):
+- **C** (`_ckernels.c`, built by cbuild.py at set-up or on first use): the default.  It
+  loads in ~1 ms;
+- **numba** (requirements.txt), where no C compiler or Python headers are present: the same
+  code, compiled once and cached next to this file (or under NUMBA_CACHE_DIR).  Its start-up
+  (import, CPU target, cached kernels) is 0.7–1 s of every process;
+- **numpy** sort-based code on one dense code a row, several times slower on 10³–10⁴ rows
+  (bench/kernels.py).
+HYPO_KERNELS=c|numba|numpy picks one (the default tries them in that order).
 """
 from __future__ import annotations
 
@@ -12,171 +18,46 @@ import os
 
 import numpy as np
 
-try:  # pragma: no cover - exercised through whichever is installed
-    if os.environ.get("HYPO_NO_NUMBA"):
-        raise ImportError("HYPO_NO_NUMBA is set")
-    import numba
-
-    # the GIL is kept: released, a reader thread (cli Prefetched) takes it for its whole
-    # switch interval (5 ms) at every kernel call
-    _jit = numba.njit(cache=True)
-    COMPILED = True
-except ImportError:  # pragma: no cover
-    numba = None
-    COMPILED = False
-
-    def _jit(f):
-        return f
-
-
 
 def _table_bits(n: int) -> int:
-    bits = 1
-    while (1 << bits) < 2 * n:
-        bits += 1
-    return bits
+    """The hash table's size 2^bits: the least with 2^bits ≥ 2n (bits ≥ 1)."""
+    return max(1, (2 * n - 1).bit_length())
 
 
-if COMPILED:
-    # The kernels compare rows inline: a call to a helper taking the key matrix costs ~30 ns
-    # a row (the array's reference count), 5× a probe.  Each row's home slot is hashed once.
-    @_jit
-    def _row_slots(M, bits):
-        """Each row's home slot: its values mixed, then splitmix64's finaliser (high bits)."""
-        out = np.empty(M.shape[0], np.int64)
-        for i in range(M.shape[0]):
-            h = np.uint64(0x9E3779B97F4A7C15)
-            for c in range(M.shape[1]):
-                h = (h ^ np.uint64(M[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
-                h ^= h >> np.uint64(31)
-            h ^= h >> np.uint64(30)
-            h *= np.uint64(0x94D049BB133111EB)
-            h ^= h >> np.uint64(31)
-            out[i] = np.int64(h >> np.uint64(64 - bits))
-        return out
+def _numba_kernels():
+    """The numba implementation (None without numba)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return None
+    from . import _numba_kernels as nk
 
-    @_jit
-    def _build_rows(R, ok, bits):
-        """Open-addressing table over R's rows: slot -> first row; nxt chains equal rows."""
-        cap = 1 << bits
-        mask = cap - 1
-        k = R.shape[1]
-        slots = _row_slots(R, bits)
-        head = np.full(cap, -1, np.int64)
-        nxt = np.full(R.shape[0], -1, np.int64)
-        for j in range(R.shape[0] - 1, -1, -1):  # chains in row order
-            if not ok[j]:
-                continue
-            s = slots[j]
-            while head[s] != -1:
-                r = head[s]
-                eq = True
-                for c in range(k):
-                    if R[r, c] != R[j, c]:
-                        eq = False
-                        break
-                if eq:
-                    break
-                s = (s + 1) & mask
-            nxt[j] = head[s]
-            head[s] = j
-        return head, nxt
+    return nk.KERNELS
 
-    @_jit
-    def _probe_rows(L, okl, R, head, bits):
-        """Per row of L: the first row of R equal to it (-1: none)."""
-        mask = (1 << bits) - 1
-        k = L.shape[1]
-        slots = _row_slots(L, bits)
-        out = np.full(L.shape[0], -1, np.int64)
-        for i in range(L.shape[0]):
-            if not okl[i]:
-                continue
-            s = slots[i]
-            while head[s] != -1:
-                r = head[s]
-                eq = True
-                for c in range(k):
-                    if R[r, c] != L[i, c]:
-                        eq = False
-                        break
-                if eq:
-                    out[i] = r
-                    break
-                s = (s + 1) & mask
-        return out
 
-    @_jit
-    def _expand(first, nxt, left_outer):
-        """The (li, ri) pairs from each left row's first match and the chains."""
-        m = 0
-        for i in range(first.size):
-            j = first[i]
-            if j == -1:
-                if left_outer:
-                    m += 1
-                continue
-            while j != -1:
-                m += 1
-                j = nxt[j]
-        li = np.empty(m, np.int64)
-        ri = np.empty(m, np.int64)
-        m = 0
-        for i in range(first.size):
-            j = first[i]
-            if j == -1:
-                if left_outer:
-                    li[m] = i
-                    ri[m] = -1
-                    m += 1
-                continue
-            while j != -1:
-                li[m] = i
-                ri[m] = j
-                m += 1
-                j = nxt[j]
-        return li, ri
+def implementation(name: str):
+    """The kernels of one implementation ("c", "numba"), or None if it is not available."""
+    if name == "c":
+        from . import cbuild
 
-    @_jit
-    def _join_rows(L, okl, R, okr, bits, left_outer):
-        head, nxt = _build_rows(R, okr, bits)
-        return _expand(_probe_rows(L, okl, R, head, bits), nxt, left_outer)
+        return cbuild.load()
+    if name == "numba":
+        return _numba_kernels()
+    return None
 
-    @_jit
-    def _member_rows(L, okl, R, okr, bits):
-        head, nxt = _build_rows(R, okr, bits)
-        return _probe_rows(L, okl, R, head, bits) != -1
 
-    @_jit
-    def _factorize_rows(M, bits):
-        cap = 1 << bits
-        mask = cap - 1
-        k = M.shape[1]
-        slots = _row_slots(M, bits)
-        table = np.full(cap, -1, np.int64)  # slot -> group id
-        rep = np.empty(cap, np.int64)
-        gid = np.empty(M.shape[0], np.int64)
-        first = np.empty(M.shape[0], np.int64)
-        g = 0
-        for i in range(M.shape[0]):
-            s = slots[i]
-            while table[s] != -1:
-                r = rep[s]
-                eq = True
-                for c in range(k):
-                    if M[r, c] != M[i, c]:
-                        eq = False
-                        break
-                if eq:
-                    break
-                s = (s + 1) & mask
-            if table[s] == -1:
-                table[s] = g
-                rep[s] = i
-                first[g] = i
-                g += 1
-            gid[i] = table[s]
-        return gid, first[:g]
+def _choose():
+    want = os.environ.get("HYPO_KERNELS", "").strip().lower()
+    order = [want] if want in ("c", "numba", "numpy") else ["c", "numba"]
+    for name in order:
+        impl = implementation(name)
+        if impl is not None:
+            return name, impl
+    return "numpy", None
+
+
+IMPL, _impl = _choose()
+COMPILED = _impl is not None
 
 
 def join_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray,
@@ -184,21 +65,21 @@ def join_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray,
     """join_index on key matrices (one row of int64 per table row; ok: the row's key has no
     null that prevents a match)."""
     if COMPILED:
-        return _join_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)), left_outer)
+        return _impl.join_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)), left_outer)
     lk, rk = _dense(L, okl, R, okr)
     return join_index(lk, rk, left_outer)
 
 
 def member_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray):
     if COMPILED:
-        return _member_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)))
+        return _impl.member_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)))
     lk, rk = _dense(L, okl, R, okr)
     return member(lk, rk)
 
 
 def factorize_rows(M: np.ndarray):
     if COMPILED:
-        return _factorize_rows(M, _table_bits(max(M.shape[0], 1)))
+        return _impl.factorize_rows(M, _table_bits(max(M.shape[0], 1)))
     k, _ = _dense(M, np.ones(M.shape[0], bool), M[:0], np.ones(0, bool))
     return factorize(k)
 
@@ -263,36 +144,6 @@ def factorize(k: np.ndarray):
 
 # ------------------------------------------------ a persistent index: 128-bit hash -> id
 
-if COMPILED:
-    @_jit
-    def _hash_lookup(k1, k2, t1, t2, tv, bits):
-        mask = (1 << bits) - 1
-        out = np.full(k1.size, -1, np.int64)
-        for i in range(k1.size):
-            s = np.int64(np.uint64(k1[i]) >> np.uint64(64 - bits))
-            while tv[s] != -1:
-                if t1[s] == k1[i] and t2[s] == k2[i]:
-                    out[i] = tv[s]
-                    break
-                s = (s + 1) & mask
-        return out
-
-    @_jit
-    def _hash_insert(k1, k2, v, t1, t2, tv, bits):
-        mask = (1 << bits) - 1
-        added = 0
-        for i in range(k1.size):
-            s = np.int64(np.uint64(k1[i]) >> np.uint64(64 - bits))
-            while tv[s] != -1 and not (t1[s] == k1[i] and t2[s] == k2[i]):
-                s = (s + 1) & mask
-            if tv[s] == -1:
-                added += 1
-            t1[s] = k1[i]
-            t2[s] = k2[i]
-            tv[s] = v[i]
-        return added
-
-
 class HashIndex:
     """value id by a 128-bit hash of the value (two 64-bit hashes, e.g. Polars' hash with two
     seeds): interning a column of strings without a Python call per row.  A cache — a miss
@@ -314,7 +165,7 @@ class HashIndex:
         self.tv = np.full(cap, -1, np.int64)
 
     def lookup(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-        return _hash_lookup(k1, k2, self.t1, self.t2, self.tv, self.bits)
+        return _impl.hash_lookup(k1, k2, self.t1, self.t2, self.tv, self.bits)
 
     def insert(self, k1: np.ndarray, k2: np.ndarray, v: np.ndarray) -> None:
         if 2 * (self.n + k1.size) > (1 << self.bits):
@@ -323,8 +174,8 @@ class HashIndex:
             while 2 * (self.n + k1.size) > (1 << self.bits):
                 self.bits += 1
             self._alloc()
-            _hash_insert(o1, o2, ov, self.t1, self.t2, self.tv, self.bits)
-        self.n += _hash_insert(k1, k2, v, self.t1, self.t2, self.tv, self.bits)
+            _impl.hash_insert(o1, o2, ov, self.t1, self.t2, self.tv, self.bits)
+        self.n += _impl.hash_insert(k1, k2, v, self.t1, self.t2, self.tv, self.bits)
 
 
 _WARM = False
