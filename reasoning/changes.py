@@ -3,8 +3,17 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from .columnar import kernels
+
 _TIME_FROM = re.compile(r'"time_from": \{[^{}]*\}')
 _NUMBER = re.compile(r'(": )(-?\d+)')
+
+
+def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each row of hash matrix a: whether it is a row of b."""
+    return kernels.member_rows(a, np.ones(len(a), bool), b, np.ones(len(b), bool))
 
 
 def relative_time_from(body: str, tau: int) -> str:
@@ -51,22 +60,26 @@ class Changes:
         if len(idx):
             cmp.scatter(idx, [relative_time_from(b, tau) for b in bodies.gather(idx).to_list()])
         cur = cur.with_columns(cmp)
-        cur = cur.with_columns(a1=pl.col("akey").hash(11), a2=pl.col("akey").hash(12),
-                               l1=pl.col("cmp").hash(13), l2=pl.col("cmp").hash(14))
+        # an answer: 2 hashes of its key; a line: those and 2 of its compared text
+        hs = cur.select(*[pl.col(c).hash(seed).alias(f"h{seed}") for c, seed in
+                          (("akey", 11), ("akey", 12), ("cmp", 13), ("cmp", 14))])
+        lines = np.ascontiguousarray(hs.to_numpy().view(np.int64))
+        answers = np.ascontiguousarray(lines[:, :2])
         prev = self.prev
-        self.prev = cur.select("skey", "a1", "a2", "l1", "l2", "body", "status")
+        self.prev = (cur.select("skey", "body", "status"), lines)
         if prev is None:
             changed = cur.with_columns(upd=pl.lit(False))
             gone = None
         else:
-            key, line = ["a1", "a2"], ["a1", "a2", "l1", "l2"]
-            added = cur.select(line).join(prev.select(line), on=line, how="anti")
-            dropped = prev.join(cur.select(line), on=line, how="anti")
-            keys = pl.concat([added.select(key), dropped.select(key)]).unique()
-            changed = cur.join(keys, on=key, how="semi").join(
-                prev.select(key).unique().with_columns(upd=pl.lit(True)), on=key, how="left",
-                maintain_order="left").with_columns(pl.col("upd").fill_null(False))
-            gone = dropped.join(cur.select(key), on=key, how="anti").filter(
+            pdf, plines = prev
+            panswers = np.ascontiguousarray(plines[:, :2])
+            added = ~_member(lines, plines)
+            dropped = ~_member(plines, lines)
+            touched = np.concatenate([answers[added], panswers[dropped]])
+            sel = _member(answers, touched)
+            changed = cur.filter(pl.Series(sel)).with_columns(
+                upd=pl.Series(_member(answers[sel], panswers)))
+            gone = pdf.filter(pl.Series(dropped & ~_member(panswers, answers))).filter(
                 pl.col("status") != "definite").sort("skey")
         change = (pl.when(pl.col("status") == "definite").then(pl.lit("decided"))
                   .when(pl.col("upd")).then(pl.lit("updated")).otherwise(pl.lit("new")))
