@@ -144,11 +144,14 @@ def test_kernels_give_the_pairs_of_a_nested_loop(impl, monkeypatch):
             okl, okr = rng.random(n) < 0.9, rng.random(R.shape[0]) < 0.9
             eq = [[bool(okl[i] and okr[j] and (L[i] == R[j]).all()) for j in range(len(R))]
                   for i in range(n)]
+            cols = [L[:, i].copy() for i in range(k)], [R[:, i].copy() for i in range(k)]
             for outer in (False, True):
-                li, ri = kernels.join_rows(L, okl, R, okr, outer)
                 want = [(i, j) for i in range(n) for j in range(len(R)) if eq[i][j]]
                 if outer:
                     want += [(i, -1) for i in range(n) if not any(eq[i])]
+                li, ri = kernels.join_rows(L, okl, R, okr, outer)
+                assert sorted(zip(li.tolist(), ri.tolist())) == sorted(want)
+                li, ri = kernels.join_rows(cols[0], okl, cols[1], okr, outer)  # as columns
                 assert sorted(zip(li.tolist(), ri.tolist())) == sorted(want)
             assert kernels.member_rows(L, okl, R, okr).tolist() == [any(e) for e in eq]
             gid, first = kernels.factorize_rows(L)
@@ -181,6 +184,16 @@ def test_c_and_numba_kernels_agree_row_for_row():
             fb = kernels._table_bits(max(n, 1))
             assert [g.tolist() for g in c.factorize_rows(L, fb)] == \
                 [w.tolist() for w in nb.factorize_rows(L, fb)]
+            if k:  # the key columns themselves, and None for "every row ok"
+                Lc, Rc = [L[:, i].copy() for i in range(k)], [R[:, i].copy() for i in range(k)]
+                ones_l, ones_r = np.ones(n, bool), np.ones(R.shape[0], bool)
+                for outer in (False, True):
+                    assert [g.tolist() for g in c.join_rows(Lc, None, Rc, okr, bits, outer)] \
+                        == [w.tolist() for w in nb.join_rows(L, ones_l, R, okr, bits, outer)]
+                assert (c.member_rows(Lc, okl, Rc, None, bits)
+                        == nb.member_rows(L, okl, R, ones_r, bits)).all()
+                assert [g.tolist() for g in c.factorize_rows(Lc, fb)] == \
+                    [w.tolist() for w in nb.factorize_rows(L, fb)]
     W = rng.integers(0, 4, (50, 4)).astype(np.int32)  # int32, and a strided view below
     V = W.astype(np.int64)
     b = kernels._table_bits(50)
@@ -192,6 +205,12 @@ def test_c_and_numba_kernels_agree_row_for_row():
         c.join_rows(V, ok, V[:, :3], ok, b, False)  # key widths differ
     with pytest.raises(ValueError):
         c.factorize_rows(V[:, 0], b)  # not a matrix
+    with pytest.raises(ValueError):
+        c.join_rows([V[:, 0], V[:10, 1]], None, [V[:, 0], V[:, 1]], None, b, False)
+    with pytest.raises(ValueError):
+        c.member_rows([], None, [], None, b)  # no key column
+    with pytest.raises(ValueError):
+        c.member_rows([V[:, 0]], ok[:3], [V[:, 0]], None, b)  # mask of another length
 
 
 @pytest.mark.parametrize("impl", ["c", "numba"])

@@ -1,5 +1,6 @@
 /* The arrays executor's row kernels (kernels.py) in C: hash join, membership and
- * factorisation over key matrices (one int64 row of key values per table row), and the
+ * factorisation over keys (a key matrix, one int64 row of key values per table row, or the
+ * key columns themselves: no matrix is built), and the
  * 128-bit-hash -> id index of kernels.HashIndex.  The same algorithms as kernels.py's numba
  * code (same slots, same row order of results), built by cbuild.py; importing it costs
  * ~1 ms where numba's start-up (import, target, cached kernels) costs 0.7-1 s. */
@@ -38,12 +39,98 @@ static PyArrayObject *new_i64(npy_intp n)
     return (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_INT64);
 }
 
+/* the key of each row of a table: k int64 columns, given as a key matrix (n x k, C order)
+ * or as a sequence of k columns; ok: NULL (every row) or a bool per row (False: a null key
+ * that matches nothing) */
+#define MAX_KEYS 64
+typedef struct {
+    int64_t n, k;
+    const int64_t *col[MAX_KEYS];
+    int64_t stride[MAX_KEYS];
+    PyArrayObject *hold[MAX_KEYS + 1];
+    int nhold;
+    const npy_bool *ok;
+} Keys;
+
+static void keys_release(Keys *t)
+{
+    for (int i = 0; i < t->nhold; i++)
+        Py_DECREF(t->hold[i]);
+    t->nhold = 0;
+}
+
+static int keys_parse(PyObject *obj, PyObject *ok, Keys *t)
+{
+    t->nhold = 0;
+    t->ok = NULL;
+    if (PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) == 2) {
+        PyArrayObject *M = as_array(obj, NPY_INT64, 2);
+        if (M == NULL)
+            return -1;
+        t->hold[t->nhold++] = M;
+        t->n = PyArray_DIM(M, 0);
+        t->k = PyArray_DIM(M, 1);
+        if (t->k > MAX_KEYS) {
+            PyErr_Format(PyExc_ValueError, "more than %d key columns", MAX_KEYS);
+            return -1;
+        }
+        for (int64_t c = 0; c < t->k; c++) {
+            t->col[c] = (const int64_t *)PyArray_DATA(M) + c;
+            t->stride[c] = t->k;
+        }
+    } else {
+        PyObject *seq = PySequence_Fast(obj, "keys: a key matrix or a sequence of columns");
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        if (k < 1 || k > MAX_KEYS) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "1 to %d key columns, got %zd", MAX_KEYS, k);
+            return -1;
+        }
+        t->k = k;
+        for (Py_ssize_t c = 0; c < k; c++) {
+            PyArrayObject *a = as_array(PySequence_Fast_GET_ITEM(seq, c), NPY_INT64, 1);
+            if (a == NULL) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            t->hold[t->nhold++] = a;
+            if (c == 0)
+                t->n = PyArray_DIM(a, 0);
+            else if (PyArray_DIM(a, 0) != t->n) {
+                Py_DECREF(seq);
+                PyErr_SetString(PyExc_ValueError, "key columns of different lengths");
+                return -1;
+            }
+            t->col[c] = PyArray_DATA(a);
+            t->stride[c] = 1;
+        }
+        Py_DECREF(seq);
+    }
+    if (ok != Py_None) {
+        PyArrayObject *o = as_array(ok, NPY_BOOL, 1);
+        if (o == NULL)
+            return -1;
+        t->hold[t->nhold++] = o;
+        if (PyArray_DIM(o, 0) != t->n) {
+            PyErr_SetString(PyExc_ValueError, "keys and their mask do not match");
+            return -1;
+        }
+        t->ok = PyArray_DATA(o);
+    }
+    return 0;
+}
+
+#define KEY(t, c, i) ((t)->col[c][(i) * (t)->stride[c]])
+#define ROW_OK(t, i) ((t)->ok == NULL || (t)->ok[i])
+
 /* each row's home slot: its values mixed, then splitmix64's finaliser (high bits) */
-static inline int64_t row_slot(const int64_t *row, int64_t k, int bits)
+static inline int64_t row_slot(const Keys *t, int64_t i, int bits)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL;
-    for (int64_t c = 0; c < k; c++) {
-        h = (h ^ (uint64_t)row[c]) * 0xBF58476D1CE4E5B9ULL;
+    for (int64_t c = 0; c < t->k; c++) {
+        h = (h ^ (uint64_t)KEY(t, c, i)) * 0xBF58476D1CE4E5B9ULL;
         h ^= h >> 31;
     }
     h ^= h >> 30;
@@ -52,52 +139,48 @@ static inline int64_t row_slot(const int64_t *row, int64_t k, int bits)
     return (int64_t)(h >> (64 - bits));
 }
 
-static inline int rows_equal(const int64_t *a, const int64_t *b, int64_t k)
+static inline int rows_equal(const Keys *a, int64_t i, const Keys *b, int64_t j)
 {
-    for (int64_t c = 0; c < k; c++)
-        if (a[c] != b[c])
+    for (int64_t c = 0; c < a->k; c++)
+        if (KEY(a, c, i) != KEY(b, c, j))
             return 0;
     return 1;
 }
 
 /* open-addressing table over R's rows: slot -> first row; nxt chains equal rows (row order) */
-static int build_rows(const int64_t *R, int64_t n, int64_t k, const npy_bool *ok, int bits,
-                      int64_t **head_out, int64_t *nxt)
+static int64_t *build_rows(const Keys *R, int bits, int64_t *nxt)
 {
     int64_t cap = (int64_t)1 << bits, mask = cap - 1;
     int64_t *head = malloc(sizeof(int64_t) * cap);
     if (head == NULL)
-        return -1;
+        return NULL;
     for (int64_t s = 0; s < cap; s++)
         head[s] = -1;
-    for (int64_t j = n - 1; j >= 0; j--) {
+    for (int64_t j = R->n - 1; j >= 0; j--) {
         nxt[j] = -1;
-        if (!ok[j])
+        if (!ROW_OK(R, j))
             continue;
-        const int64_t *row = R + j * k;
-        int64_t s = row_slot(row, k, bits);
-        while (head[s] != -1 && !rows_equal(R + head[s] * k, row, k))
+        int64_t s = row_slot(R, j, bits);
+        while (head[s] != -1 && !rows_equal(R, head[s], R, j))
             s = (s + 1) & mask;
         nxt[j] = head[s];
         head[s] = j;
     }
-    *head_out = head;
-    return 0;
+    return head;
 }
 
 /* per row of L: the first row of R equal to it (-1: none) */
-static void probe_rows(const int64_t *L, int64_t n, int64_t k, const npy_bool *ok,
-                       const int64_t *R, const int64_t *head, int bits, int64_t *out)
+static void probe_rows(const Keys *L, const Keys *R, const int64_t *head, int bits,
+                       int64_t *out)
 {
     int64_t mask = ((int64_t)1 << bits) - 1;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < L->n; i++) {
         out[i] = -1;
-        if (!ok[i])
+        if (!ROW_OK(L, i))
             continue;
-        const int64_t *row = L + i * k;
-        int64_t s = row_slot(row, k, bits);
+        int64_t s = row_slot(L, i, bits);
         while (head[s] != -1) {
-            if (rows_equal(R + head[s] * k, row, k)) {
+            if (rows_equal(R, head[s], L, i)) {
                 out[i] = head[s];
                 break;
             }
@@ -106,49 +189,40 @@ static void probe_rows(const int64_t *L, int64_t n, int64_t k, const npy_bool *o
     }
 }
 
-/* the parsed arguments (L, okl, R, okr) of join_rows / member_rows */
+/* the parsed (L, okl, R, okr) of join_rows / member_rows; first[i]: L's row i's first match
+ * in R, nxt: R's chains */
 typedef struct {
-    PyArrayObject *L, *okl, *R, *okr;
-    int64_t nl, nr, k;
+    Keys L, R;
+    int64_t *first, *nxt;
 } Sides;
 
 static void sides_release(Sides *s)
 {
-    Py_XDECREF(s->L);
-    Py_XDECREF(s->okl);
-    Py_XDECREF(s->R);
-    Py_XDECREF(s->okr);
+    keys_release(&s->L);
+    keys_release(&s->R);
+    free(s->first);
+    free(s->nxt);
 }
 
-static int sides_parse(PyObject *L, PyObject *okl, PyObject *R, PyObject *okr, Sides *s)
+static int sides_match(PyObject *L, PyObject *okl, PyObject *R, PyObject *okr, int bits,
+                       Sides *s)
 {
-    s->L = as_array(L, NPY_INT64, 2);
-    s->okl = s->L ? as_array(okl, NPY_BOOL, 1) : NULL;
-    s->R = s->okl ? as_array(R, NPY_INT64, 2) : NULL;
-    s->okr = s->R ? as_array(okr, NPY_BOOL, 1) : NULL;
-    if (s->okr == NULL)
+    s->first = s->nxt = NULL;
+    s->L.nhold = s->R.nhold = 0;
+    if (keys_parse(L, okl, &s->L) < 0 || keys_parse(R, okr, &s->R) < 0)
         return -1;
-    s->nl = PyArray_DIM(s->L, 0);
-    s->nr = PyArray_DIM(s->R, 0);
-    s->k = PyArray_DIM(s->L, 1);
-    if (PyArray_DIM(s->R, 1) != s->k || PyArray_DIM(s->okl, 0) != s->nl
-        || PyArray_DIM(s->okr, 0) != s->nr) {
-        PyErr_SetString(PyExc_ValueError, "key matrices and masks do not match");
+    if (s->L.k != s->R.k) {
+        PyErr_SetString(PyExc_ValueError, "the two sides' keys have different widths");
         return -1;
     }
-    return 0;
-}
-
-/* first[i]: L's row i's first match in R; nxt: R's chains (arrays of nl and nr entries) */
-static int first_matches(Sides *s, int bits, int64_t *first, int64_t *nxt)
-{
-    int64_t *head;
-    const int64_t *R = PyArray_DATA(s->R);
-    if (build_rows(R, s->nr, s->k, PyArray_DATA(s->okr), bits, &head, nxt) < 0) {
+    s->first = malloc(sizeof(int64_t) * (s->L.n ? s->L.n : 1));
+    s->nxt = malloc(sizeof(int64_t) * (s->R.n ? s->R.n : 1));
+    int64_t *head = (s->first && s->nxt) ? build_rows(&s->R, bits, s->nxt) : NULL;
+    if (head == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    probe_rows(PyArray_DATA(s->L), s->nl, s->k, PyArray_DATA(s->okl), R, head, bits, first);
+    probe_rows(&s->L, &s->R, head, bits, s->first);
     free(head);
     return 0;
 }
@@ -159,22 +233,14 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
     int bits, left_outer;
     if (!PyArg_ParseTuple(args, "OOOOip", &L, &okl, &R, &okr, &bits, &left_outer))
         return NULL;
-    Sides s = {0};
+    Sides s;
     PyObject *res = NULL;
-    int64_t *first = NULL, *nxt = NULL;
     PyArrayObject *li = NULL, *ri = NULL;
-    if (sides_parse(L, okl, R, okr, &s) < 0)
+    if (sides_match(L, okl, R, okr, bits, &s) < 0)
         goto done;
-    first = malloc(sizeof(int64_t) * (s.nl ? s.nl : 1));
-    nxt = malloc(sizeof(int64_t) * (s.nr ? s.nr : 1));
-    if (first == NULL || nxt == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (first_matches(&s, bits, first, nxt) < 0)
-        goto done;
+    const int64_t *first = s.first, *nxt = s.nxt;
     int64_t m = 0;
-    for (int64_t i = 0; i < s.nl; i++) {
+    for (int64_t i = 0; i < s.L.n; i++) {
         int64_t j = first[i];
         if (j == -1) {
             m += left_outer;
@@ -189,7 +255,7 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
         goto done;
     int64_t *pl = PyArray_DATA(li), *pr = PyArray_DATA(ri);
     m = 0;
-    for (int64_t i = 0; i < s.nl; i++) {
+    for (int64_t i = 0; i < s.L.n; i++) {
         int64_t j = first[i];
         if (j == -1) {
             if (left_outer) {
@@ -205,8 +271,6 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
     }
     res = PyTuple_Pack(2, (PyObject *)li, (PyObject *)ri);
 done:
-    free(first);
-    free(nxt);
     Py_XDECREF(li);
     Py_XDECREF(ri);
     sides_release(&s);
@@ -219,29 +283,18 @@ static PyObject *member_rows(PyObject *self, PyObject *args)
     int bits;
     if (!PyArg_ParseTuple(args, "OOOOi", &L, &okl, &R, &okr, &bits))
         return NULL;
-    Sides s = {0};
+    Sides s;
     PyObject *res = NULL;
-    int64_t *first = NULL, *nxt = NULL;
-    if (sides_parse(L, okl, R, okr, &s) < 0)
+    if (sides_match(L, okl, R, okr, bits, &s) < 0)
         goto done;
-    first = malloc(sizeof(int64_t) * (s.nl ? s.nl : 1));
-    nxt = malloc(sizeof(int64_t) * (s.nr ? s.nr : 1));
-    if (first == NULL || nxt == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (first_matches(&s, bits, first, nxt) < 0)
-        goto done;
-    npy_intp n = s.nl;
+    npy_intp n = s.L.n;
     res = PyArray_SimpleNew(1, &n, NPY_BOOL);
     if (res == NULL)
         goto done;
     npy_bool *out = PyArray_DATA((PyArrayObject *)res);
-    for (int64_t i = 0; i < s.nl; i++)
-        out[i] = first[i] != -1;
+    for (int64_t i = 0; i < s.L.n; i++)
+        out[i] = s.first[i] != -1;
 done:
-    free(first);
-    free(nxt);
     sides_release(&s);
     return res;
 }
@@ -252,16 +305,21 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
     int bits;
     if (!PyArg_ParseTuple(args, "Oi", &Mo, &bits))
         return NULL;
-    PyArrayObject *Ma = as_array(Mo, NPY_INT64, 2);
-    if (Ma == NULL)
-        return NULL;
-    const int64_t *M = PyArray_DATA(Ma);
-    int64_t n = PyArray_DIM(Ma, 0), k = PyArray_DIM(Ma, 1);
-    int64_t cap = (int64_t)1 << bits, mask = cap - 1;
-    int64_t *table = malloc(sizeof(int64_t) * cap), *rep = malloc(sizeof(int64_t) * cap);
-    int64_t *first = malloc(sizeof(int64_t) * (n ? n : 1));
+    Keys t;
+    int64_t *table = NULL, *rep = NULL, *first = NULL;
     PyArrayObject *gid = NULL, *fa = NULL;
     PyObject *res = NULL;
+    if (PyArray_Check(Mo) && PyArray_NDIM((PyArrayObject *)Mo) != 2) {
+        t.nhold = 0;
+        PyErr_SetString(PyExc_ValueError, "expected a key matrix or a sequence of columns");
+        goto done;
+    }
+    if (keys_parse(Mo, Py_None, &t) < 0)
+        goto done;
+    int64_t n = t.n, cap = (int64_t)1 << bits, mask = cap - 1;
+    table = malloc(sizeof(int64_t) * cap);
+    rep = malloc(sizeof(int64_t) * cap);
+    first = malloc(sizeof(int64_t) * (n ? n : 1));
     if (table == NULL || rep == NULL || first == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -274,9 +332,8 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
         table[s] = -1;
     int64_t g = 0;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t *row = M + i * k;
-        int64_t s = row_slot(row, k, bits);
-        while (table[s] != -1 && !rows_equal(M + rep[s] * k, row, k))
+        int64_t s = row_slot(&t, i, bits);
+        while (table[s] != -1 && !rows_equal(&t, rep[s], &t, i))
             s = (s + 1) & mask;
         if (table[s] == -1) {
             table[s] = g;
@@ -298,7 +355,7 @@ done:
     free(first);
     Py_XDECREF(gid);
     Py_XDECREF(fa);
-    Py_DECREF(Ma);
+    keys_release(&t);
     return res;
 }
 
@@ -422,10 +479,16 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, HK_STR(HK_NAME),
-                                    "hypo's row kernels (kernels.py)", -1, methods};
+                                    "hypo's row kernels (kernels.py)", -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC HK_CAT(PyInit_, HK_NAME)(void)
 {
     import_array();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "takes_columns", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

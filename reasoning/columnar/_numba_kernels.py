@@ -181,6 +181,6 @@ def _hash_insert(k1, k2, v, t1, t2, tv, bits):
     return added
 
 
-KERNELS = types.SimpleNamespace(join_rows=_join_rows, member_rows=_member_rows,
-                                factorize_rows=_factorize_rows, hash_lookup=_hash_lookup,
-                                hash_insert=_hash_insert)
+KERNELS = types.SimpleNamespace(takes_columns=False, join_rows=_join_rows,
+                                member_rows=_member_rows, factorize_rows=_factorize_rows,
+                                hash_lookup=_hash_lookup, hash_insert=_hash_insert)

@@ -807,10 +807,10 @@ def _any_segments(c: Col, flags_of) -> Col:
 # ---------------------------------------------------------------- key packing
 
 def _keymats(sides: list[list[Col]], nulls_equal: bool = False) -> list[tuple]:
-    """Per side, (key matrix, ok): one int64 row per table row for the compiled kernels —
-    each key column's values, preceded by its null flag where any side's column has nulls
-    (a null is equal only to a null); ok is False for a row with a null key unless
-    nulls_equal."""
+    """Per side, (key columns, ok) for the compiled kernels (kernels.join_rows): each key
+    column's int64 values, preceded by its null flag where any side's column has nulls (a
+    null is equal only to a null); ok is False for a row with a null key unless nulls_equal
+    (None: every row)."""
     n_keys = len(sides[0])
     nullable = [any(g[j].m is not None for g in sides) for j in range(n_keys)]
     out = []
@@ -833,15 +833,14 @@ def _keymats(sides: list[list[Col]], nulls_equal: bool = False) -> list[tuple]:
                 else:
                     parts.append(np.zeros(n, np.int64))
             parts.append(v)
-        M = parts[0].reshape(-1, 1) if len(parts) == 1 else np.column_stack(parts)
-        out.append((np.ascontiguousarray(M), np.ones(n, bool) if ok is None else ok))
+        out.append((parts, ok))
     return out
 
 
 def _group_ids(cs: list[Col]):
     """(group id per row, first row of each group) over the columns (nulls equal)."""
-    ((M, _),) = _keymats([cs], True)
-    return kernels.factorize_rows(M)
+    ((K, _),) = _keymats([cs], True)
+    return kernels.factorize_rows(K)
 
 
 # ---------------------------------------------------------------- the backend
@@ -1602,8 +1601,8 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
     rows = np.flatnonzero(valid)
     if kind == "distinct" and rows.size > 1:  # each (group, value) at its first row
         v = c.v[rows]
-        key = np.column_stack([gid[rows], (v + 0.0).view(np.int64)  # -0.0 as 0.0
-                               if v.dtype == np.float64 else v.astype(np.int64, copy=False)])
+        key = [gid[rows], (v + 0.0).view(np.int64)  # -0.0 as 0.0
+               if v.dtype == np.float64 else v.astype(np.int64, copy=False)]
         rows = rows[kernels.factorize_rows(key)[1]]  # first rows, in row order
     order = rows[np.argsort(gid[rows], kind="stable")]
     vals = c.v[order]  # string ids or ints: the lists' own elements

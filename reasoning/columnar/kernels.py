@@ -60,26 +60,52 @@ IMPL, _impl = _choose()
 COMPILED = _impl is not None
 
 
-def join_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray,
-              left_outer: bool = False):
-    """join_index on key matrices (one row of int64 per table row; ok: the row's key has no
-    null that prevents a match)."""
+def _rows(K) -> int:
+    return K.shape[0] if isinstance(K, np.ndarray) else K[0].size
+
+
+def _matrix(K, ok):
+    """Keys and mask as the numba and numpy code take them: a key matrix, a bool a row."""
+    if not isinstance(K, np.ndarray):
+        K = K[0].reshape(-1, 1) if len(K) == 1 else np.column_stack(K)
+    return np.ascontiguousarray(K), np.ones(K.shape[0], bool) if ok is None else ok
+
+
+def join_rows(L, okl, R, okr, left_outer: bool = False):
+    """join_index on keys: a key matrix (one row of int64 per table row) or a list of key
+    columns (int64, at least one) a side; ok: None (every row) or whether the row's key has
+    no null that prevents a match."""
+    bits = _table_bits(max(_rows(R), 1))
+    if COMPILED and _impl.takes_columns:
+        return _impl.join_rows(L, okl, R, okr, bits, left_outer)
+    (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
     if COMPILED:
-        return _impl.join_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)), left_outer)
+        return _impl.join_rows(L, okl, R, okr, bits, left_outer)
     lk, rk = _dense(L, okl, R, okr)
     return join_index(lk, rk, left_outer)
 
 
-def member_rows(L: np.ndarray, okl: np.ndarray, R: np.ndarray, okr: np.ndarray):
+def member_rows(L, okl, R, okr):
+    """Whether each row of L has an equal row in R (keys as join_rows)."""
+    bits = _table_bits(max(_rows(R), 1))
+    if COMPILED and _impl.takes_columns:
+        return _impl.member_rows(L, okl, R, okr, bits)
+    (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
     if COMPILED:
-        return _impl.member_rows(L, okl, R, okr, _table_bits(max(R.shape[0], 1)))
+        return _impl.member_rows(L, okl, R, okr, bits)
     lk, rk = _dense(L, okl, R, okr)
     return member(lk, rk)
 
 
-def factorize_rows(M: np.ndarray):
+def factorize_rows(M):
+    """(group id per row, first row of each group) of the keys M (as join_rows), groups
+    numbered in order of first appearance."""
+    bits = _table_bits(max(_rows(M), 1))
+    if COMPILED and _impl.takes_columns:
+        return _impl.factorize_rows(M, bits)
+    M, _ = _matrix(M, None)
     if COMPILED:
-        return _impl.factorize_rows(M, _table_bits(max(M.shape[0], 1)))
+        return _impl.factorize_rows(M, bits)
     k, _ = _dense(M, np.ones(M.shape[0], bool), M[:0], np.ones(0, bool))
     return factorize(k)
 
