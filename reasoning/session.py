@@ -126,9 +126,9 @@ class Session:
 
         self.col = ColumnarEngine(self.cp, forget=self.forget,
                                   backend=self.backend or default_backend())
-        self._polars_view = polars_view(self.col)
-        self.renderer = Renderer(self._polars_view or self.col)
-        self._converted = None
+        view = polars_view(self.col)
+        self.renderer = Renderer(view, native=self.col) if view is not None \
+            else Renderer(self.col)
 
     def restart(self, tau: int) -> None:
         """A fresh executor of the same kind whose next tick is τ (after a quiet stretch:
@@ -170,21 +170,6 @@ class Session:
         read, the row engine its Fact objects."""
         self._auto(len(sl))
         return self.step(sl.frames() if self.col is not None else sl.facts(), tau)
-
-    def _frames(self, frames: Optional[dict] = None) -> dict:
-        """The tick's frames (rep.frames unless given) as the renderer reads them: Polars
-        frames, converted once from the arrays executor's."""
-        frames = self.rep.frames if frames is None else frames
-        view = self._polars_view
-        if view is None:
-            return frames
-        memo = self._converted
-        if memo is not None and memo[0] is frames:
-            return memo[1]
-        conv = self.col.B.to_polars
-        out = {kp: conv(f) for kp, f in frames.items()}
-        self._converted = (frames, out)
-        return out
 
     def _auto(self, n: int) -> None:
         """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥
@@ -246,7 +231,7 @@ class Session:
         """The `hypo run --format jsonl` lines of the current tick (without the "none"
         line of an empty tick)."""
         if self.col is not None and not ground:
-            return self.renderer.lines(self._frames(), self.tau, all_queries, include_pending)
+            return self.renderer.lines(self.rep.frames, self.tau, all_queries, include_pending)
         return [json.dumps(o, ensure_ascii=False)
                 for o in self.objects(all_queries, include_pending, ground)]
 
@@ -270,7 +255,7 @@ class Session:
             if not frames:
                 return set()
             return {answer_key(json.loads(x)) for x in
-                    self.renderer.lines(self._frames(frames), self.tau, False, True)}
+                    self.renderer.lines(frames, self.tau, False, True)}
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
 
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
@@ -281,7 +266,7 @@ class Session:
         from .columnar.render import answer_key_text
 
         if self.col is not None:
-            return self.renderer.lines(self._frames(), self.tau, all_queries,
+            return self.renderer.lines(self.rep.frames, self.tau, all_queries,
                                        include_pending, with_keys=True)
         main = str(self.cp.main.atom)
         objs = self.objects(all_queries, include_pending, False)

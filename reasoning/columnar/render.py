@@ -37,12 +37,19 @@ _TOP = "\U0010ffff"
 class Renderer:
     """Renders a ColumnarEngine's tables (a tick's snapshot) as JSON lines."""
 
-    def __init__(self, eng):
+    def __init__(self, eng, native=None):
+        """eng: the engine as rendered (its backend builds the strings); native: the engine
+        itself when it runs on another backend (arrays): its frames are what lines() takes,
+        their deadlines are computed there and only the rows printed are converted."""
         self.eng = eng
         self.B = eng.B
         self.rel = static_horizons(eng.tool)
         self.main_q = str(eng.cp.main.atom)
         self.stats = {"python_rows": 0}
+        self._native = None
+        if native is not None:
+            self._native = Renderer(native)
+            self._native.stats = self.stats
         self._table = False  # rendering the lake's answers-table columns
         self._memo = None  # (frames, options, rendered) of the last call of lines()
         self._rcache: dict = {}  # (k, P) -> the line bodies of the previous tick's rows
@@ -382,6 +389,8 @@ class Renderer:
         asked: only the rows printed are rendered."""
         B = self.B
         eng = self.eng
+        src = self._native or self  # the frames' own backend: filters and deadlines
+        NB = src.B
         shown = {k for k, tp in enumerate(eng.templates) if tp.qid == eng.main_qid or every}
         needed = set(shown)
         as_l: set = set()  # templates whose answers some deadline looks at
@@ -401,16 +410,22 @@ class Renderer:
                 continue
             if k in shown and not pending and k not in as_l:
                 # pending rows are not printed and no deadline reads them: none computed
-                df = B.filter(df, B.col("ev") != B.lit(0, INT))
+                df = NB.filter(df, NB.col("ev") != NB.lit(0, INT))
             todo_frames[(k, P)] = df
-        dls = self.deadlines(todo_frames, tau)
+        dls = src.deadlines(todo_frames, tau)
         parts = []
         cache = self._columns_only()
         kept: dict = {}
         for (k, P), df in dls.items():
-            if k in shown and not pending and k in as_l:
-                df = B.filter(df, B.col("ev") != B.lit(0, INT))
-            if k in shown and not B.is_empty(df):
+            if k not in shown:
+                continue
+            if not pending and k in as_l:
+                df = NB.filter(df, NB.col("ev") != NB.lit(0, INT))
+            if self._native is not None:
+                if NB.is_empty(df):
+                    continue
+                df = NB.to_polars(df)
+            if not B.is_empty(df):
                 if cache and not self._time_constrained(k, P):
                     df, got = self._render_cached(k, P, df, tau, kept)
                     if got is not None:
