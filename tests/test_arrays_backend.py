@@ -26,9 +26,11 @@ RSCHEMA = {"x2": OBJ, "y2": INT, "z": INT}
 objs = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "0:a", "*[[1, 2]]", "é\n"]))
 ints = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([2 ** 62, -(2 ** 62)]))
 # list elements whose text order is not their order of arrival (the arrays backend keeps a
-# rank of the string ids by text across calls): non-ASCII, a NUL, a bare prefix
+# rank of the string ids by their UTF-8 across calls): 1- to 4-byte characters, a NUL, a bare
+# prefix
 lists = st.one_of(st.none(), st.lists(st.sampled_from(
-    ["0:a", "0:b", "1:c", "*x", "0:é", "0:Z", "0:a\x00", "0:", "0:a0", "1:ß"]), max_size=5))
+    ["0:a", "0:b", "1:c", "*x", "0:é", "0:Z", "0:a\x00", "0:", "0:a0", "1:ß", "0:ÿ", "0:Ā",
+     "0:\U0001F600", "0:\uffff"]), max_size=5))
 rows = st.lists(st.fixed_dictionaries({"x": objs, "y": ints, "b": st.one_of(
     st.none(), st.booleans()), "l": lists}), max_size=8)
 rrows = st.lists(st.fixed_dictionaries({"x2": objs, "y2": ints, "z": ints}), max_size=6)

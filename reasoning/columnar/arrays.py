@@ -673,10 +673,12 @@ def _by_prefix(op: str, prefix: str) -> _PrefixOp:
 class _TextRank:
     """The strings' order by text (Polars' sort of a string list): a rank per string id,
     kept for the ids list normalisation has met; ids met for the first time are merged in
-    by a binary search over the ranked texts.  The texts are a fixed-width unicode array
-    while they are short (RANK_WIDTH characters, no NUL, which that dtype would strip):
-    its search compares in place, where an object array's chases every string through
-    memory (10× slower for 10⁵ devices' names).  Cleared by a string sweep."""
+    by a binary search over the ranked texts.  The texts are a fixed-width bytes array of
+    their UTF-8 (whose byte order is the code-point order) while they are short
+    (RANK_WIDTH bytes, no NUL, which that dtype would strip): its search compares in place,
+    where an object array's chases every string through memory (10× slower for 10⁵
+    devices' names), and merging new ids copies a byte a character, not 4 (a
+    unicode array of 2·10⁵ names is 19 MB).  Cleared by a string sweep."""
 
     __slots__ = ("texts", "ids", "rank")
 
@@ -684,7 +686,7 @@ class _TextRank:
         self.clear()
 
     def clear(self) -> None:
-        self.texts = np.zeros(0, "<U1")  # ranked texts, sorted (or an object array)
+        self.texts = np.zeros(0, "S1")  # ranked texts, sorted (or an object array)
         self.ids = np.zeros(0, np.int64)  # their ids, in the same order
         self.rank = np.full(0, -1, np.int64)
 
@@ -697,11 +699,14 @@ class _TextRank:
             vals = _SYM.vals
             got = [vals[i] for i in new.tolist()]
             if self.texts.dtype != object:
-                width = max(map(len, got))
-                if width > RANK_WIDTH or any("\x00" in x for x in got):
-                    self.texts = self.texts.astype(object)
-                elif width > self.texts.dtype.itemsize // 4:
-                    self.texts = self.texts.astype(f"<U{width}")
+                enc = [x.encode("utf-8", "surrogatepass") for x in got]
+                width = max(map(len, enc))
+                if width > RANK_WIDTH or any(b"\x00" in x for x in enc):
+                    self.texts = np.array([vals[i] for i in self.ids.tolist()], object)
+                else:
+                    if width > self.texts.dtype.itemsize:
+                        self.texts = self.texts.astype(f"S{width}")
+                    got = enc
             texts = np.array(got, dtype=self.texts.dtype)
             order = np.argsort(texts, kind="stable")
             new, texts = new[order], texts[order]
@@ -713,7 +718,7 @@ class _TextRank:
         return r
 
 
-RANK_WIDTH = 24  # the longest text _TextRank keeps in its fixed-width array
+RANK_WIDTH = 32  # the longest UTF-8 text (bytes) _TextRank keeps in its fixed-width array
 _RANK = _TextRank()
 
 
