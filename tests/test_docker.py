@@ -206,6 +206,13 @@ def test_dockerfile_lint():
         assert _included(src.rstrip("/"), ignore), f"{src} is excluded by the dockerignore"
     assert not _included(".venv", ignore) and not _included("lake", ignore)
     assert not _included("reasoning/__pycache__", ignore)
+    # the C row kernels are built in the image (a compiler installed and removed in the same
+    # layer), never copied from the build machine, and the image checks they load
+    assert not _included("reasoning/columnar/_ckernels_0123.cpython-311-x86_64-linux-gnu.so",
+                         ignore)
+    build = next(r for r in runs if "reasoning.columnar.cbuild" in r)
+    assert "apt-get install" in build and "gcc" in build and "apt-get purge" in build
+    assert "kernels.IMPL == 'c'" in build
 
 
 def _included(path: str, patterns: list[str]) -> bool:
