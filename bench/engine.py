@@ -10,7 +10,9 @@ answer once); every engine must print the same.  Each engine gets every tick's s
 through Session.step_slice), so the conversion to its own input is in its tick time.
 Also printed: seconds and cpu_seconds of the tick loop, and with --e2e the whole `hypo run`
 process's e2e_seconds and e2e_cpu_seconds with their ratios to the loop's (CPU time is what
-the process itself used: other loads of a shared machine inflate it less than wall time).
+the process itself used: other loads of a shared machine inflate it less than wall time),
+the bytes it printed, and e2e_write_floor_seconds: an interpreter that only starts and
+writes those bytes through the same pipe (no `hypo run` printing them can be faster).
 
 Workloads:
   turbines     examples/wind_turbines.tdl's program with δ = 3 and per-device overrides for
@@ -162,9 +164,19 @@ def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = Tru
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+    # the floor of any `hypo run` printing these bytes: an interpreter that only starts and
+    # writes them, through the same pipe (616 000 lines, 161 MB for malfunction at 10⁴ × 50)
+    out = os.path.join(d, "out.jsonl")
+    Path(out).write_bytes(p.stdout)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import shutil, sys; shutil.copyfileobj("
+                    f"open({out!r}, 'rb'), sys.stdout.buffer, 1 << 20)"],
+                   stdout=subprocess.PIPE, check=True)
+    floor = time.perf_counter() - t0
     return {"e2e_seconds": round(wall, 3), "e2e_cpu_seconds": round(cpu, 3),
             "e2e_exit": p.returncode,
-            "e2e_output_lines": p.stdout.count(b"\n"), "e2e_changes": changes}
+            "e2e_output_lines": p.stdout.count(b"\n"), "e2e_output_bytes": len(p.stdout),
+            "e2e_write_floor_seconds": round(floor, 3), "e2e_changes": changes}
 
 
 def _isolated(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
@@ -230,7 +242,9 @@ def main(argv=None) -> int:
                           f"{r['state_first_decile']:.0f}->{r['state_last_decile']:.0f}  "
                           f"definite {r['definite']}"
                           + (f"  e2e {r['e2e_seconds']} s ({r['e2e_over_engine']}x; CPU "
-                             f"{r['e2e_cpu_seconds']} s, {r['e2e_cpu_over_engine']}x)"
+                             f"{r['e2e_cpu_seconds']} s, {r['e2e_cpu_over_engine']}x; "
+                             f"writing its {r['e2e_output_bytes']} bytes alone "
+                             f"{r['e2e_write_floor_seconds']} s)"
                              if args.e2e else ""), flush=True)
     return 0
 
