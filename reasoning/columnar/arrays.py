@@ -50,7 +50,8 @@ class Symbols:
     values no live frame holds are reused after `sweep` (bounded memory over a long run);
     pinned ids (the plan's literals) are never freed."""
 
-    __slots__ = ("ids", "vals", "free", "pinned", "swept_at", "reused", "strings")
+    __slots__ = ("ids", "vals", "free", "pinned", "swept_at", "reused", "strings",
+                 "generation")
 
     def __init__(self, strings: bool = False):
         self.strings = strings  # the string table (its floor is STRING_SWEEP_SCALE larger)
@@ -60,6 +61,7 @@ class Symbols:
         self.pinned: set = set()
         self.swept_at = 0  # live entries after the last sweep
         self.reused: list = []  # ids given a new value since a copy (_sym_series) was made
+        self.generation = 0  # sweeps that freed ids (an id kept across one may mean another)
 
     plain = True  # every value is its own key (ListTable: short tuples only)
 
@@ -106,6 +108,7 @@ class Symbols:
             self.free.append(i)
             freed += 1
         self.swept_at = len(self.ids)
+        self.generation += freed > 0
         return freed
 
     @staticmethod
@@ -1582,6 +1585,17 @@ class ArraysBackend(InProcessFrames):
     agg_any, agg_list, agg_distinct = _agg("any"), _agg("list"), _agg("distinct")
     agg_sum, agg_max, agg_min = _agg("sum"), _agg("max"), _agg("min")
     del _agg
+
+    def member_rows(self, left, right, keys: list) -> np.ndarray:
+        """Whether each row of left equals some row of right on the key columns (nulls
+        equal): a mask, for callers that keep frames of their own aligned with these."""
+        (L, okl), (R, okr) = _keymats([[left.cols[k] for k in keys],
+                                       [right.cols[k] for k in keys]], True)
+        return kernels.member_rows(L, okl, R, okr)
+
+    def generation(self) -> tuple:
+        """Changes when a sweep may have given an id another value."""
+        return _SYM.generation, _LST.generation
 
     def with_row_id(self, df, name: str):
         cols = {name: Col(np.arange(df.n, dtype=np.int64), None, INT)}

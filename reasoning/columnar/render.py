@@ -53,6 +53,7 @@ class Renderer:
         self._table = False  # rendering the lake's answers-table columns
         self._memo = None  # (frames, options, rendered) of the last call of lines()
         self._rcache: dict = {}  # (k, P) -> the line bodies of the previous tick's rows
+        self._rcache_gen = None  # the native executor's id generation they were made in
 
     # ------------------------------------------------------------ string expressions
     def _escape_json(self, e, special: bool):
@@ -424,6 +425,14 @@ class Renderer:
             if self._native is not None:
                 if NB.is_empty(df):
                     continue
+                if cache and not self._time_constrained(k, P):
+                    df, got = self._render_native_cached(k, P, df, tau, kept)
+                    if got is not None:
+                        parts.append(got)
+                    if df is None:
+                        continue
+                    parts.extend(self._render(k, P, NB.to_polars(df), tau))
+                    continue
                 df = NB.to_polars(df)
             if not B.is_empty(df):
                 if cache and not self._time_constrained(k, P):
@@ -435,6 +444,8 @@ class Renderer:
                 parts.extend(self._render(k, P, df, tau))
         if cache:
             self._rcache = kept
+            if self._native is not None:
+                self._rcache_gen = NB.generation()
         if not parts:
             return None
         return B.unique(B.concat(parts), ["skey"])
@@ -486,6 +497,62 @@ class Renderer:
         body = pl.concat(bodies) if len(bodies) > 1 else bodies[0]
         kept[(k, P)] = body
         return rest, body.select(
+            "grp", pl.concat_str([pl.col("skey"), pl.lit(suffix)]).alias("skey"),
+            pl.concat_str([pl.lit(prefix), pl.col("line")]).alias("line"), "akey", "status")
+
+    def _render_native_cached(self, k: int, P, df, tau: int, kept: dict):
+        """_render_cached on the executor's own frames (arrays): a row equal to one of the
+        previous tick in every rendered column — bindings, evidence mask, deadline and
+        nogoods, as interned ids — takes that row's line; only the other rows are converted
+        to Polars and rendered.  Rows whose nogoods combine variables (`*`: the object
+        builder's) are returned to render as before.  Returns (rows left to render or
+        None, the lines of the others)."""
+        import numpy as np
+        import polars as pl
+
+        NB = self._native.B
+        keys = [vcol(x) for x in sorted(P)] + ["ev", "dl", "ng"]
+        if self.eng.may_ng[k] and self._exclusion_names(k, P) is not None:
+            combo = NB.list_any_prefix(NB.col("ng"), "*")
+            rest = NB.filter(df, combo)
+            df = NB.filter(df, ~combo)
+            rest = None if NB.is_empty(rest) else rest
+        elif self.eng.may_ng[k]:  # every nogood through the object builder
+            return df, None
+        else:
+            rest = None
+        if NB.is_empty(df):
+            return rest, None
+        prefix, suffix = f'{{"tick": {tau}, ', f', "tick": {tau}}}'
+        old = self._rcache.get((k, P)) if self._rcache_gen == NB.generation() else None
+        bodies = []
+        if old is not None:
+            okeys, obody = old
+            hit = NB.member_rows(okeys, df, keys)
+            if hit.any():
+                idx = np.flatnonzero(hit)
+                bodies.append((okeys.take(idx, idx.size), obody.filter(pl.Series(hit))))
+            new_rows = ~NB.member_rows(df, okeys, keys)
+            if new_rows.all():
+                new = df
+            else:
+                idx = np.flatnonzero(new_rows)
+                new = df.take(idx, idx.size)
+        else:
+            new = df
+        if new.n:
+            drawn = [x for x in self._render(k, P, NB.to_polars(NB.with_row_id(new, "_ri")),
+                                             tau, ("_ri",)) if "_ri" in x.columns]
+            got = pl.concat(drawn).sort("_ri") if len(drawn) > 1 else drawn[0].sort("_ri")
+            if got.height != new.n:  # every row is drawn once, in its order
+                raise AssertionError("native render cache: rows lost")
+            bodies.append((NB.select_cols(new, keys), got.select(
+                "grp", pl.col("skey").str.head(-len(suffix)).alias("skey"),
+                pl.col("line").str.slice(len(prefix)).alias("line"), "akey", "status")))
+        okeys = NB.concat([b[0] for b in bodies])
+        obody = pl.concat([b[1] for b in bodies]) if len(bodies) > 1 else bodies[0][1]
+        kept[(k, P)] = (okeys, obody)
+        return rest, obody.select(
             "grp", pl.concat_str([pl.col("skey"), pl.lit(suffix)]).alias("skey"),
             pl.concat_str([pl.lit(prefix), pl.col("line")]).alias("line"), "akey", "status")
 
