@@ -267,3 +267,32 @@ def test_working_columns_of_python_rows_keep_their_kind():
     rows = [{"_x0": None, "_f": None, "_s": None}, {"_x0": 3, "_f": True, "_s": "a"}]
     assert [_kind(lay, c, rows) for c in ("_x0", "_f", "_s", "ev", "ng")] == \
         [INT, BOOL, OBJ, INT, "strlist"]
+
+
+@pytest.mark.parametrize("backend", ["arrays", "polars"])
+def test_constants_that_need_quoting_and_escapes(backend, monkeypatch):
+    """Constants printed in program syntax with quotes, and with characters JSON escapes
+    (quote, backslash, newline, a control character, non-ASCII), beside bare ones in the
+    same frames: every line, and every tick's --changes, equal to the row engine's (the
+    column renderer quotes without the JSON encoder only when no constant needs it)."""
+    from reasoning.changes import Changes
+    from reasoning.patterns import Fact
+
+    monkeypatch.setenv("HYPO_BACKEND", backend)
+    cp = compile_program("#query Malf(X, T).\n#delay Temp = 1.\n"
+                         "Flag(X, T) :- Temp(X, high, T).\n"
+                         "Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).\n"
+                         "Malf(X, T) :- Cool(X, T+1), not Off(X, T).\n", "<t>")
+    names = ["wt1", "Wind A", 'say "hi"', "back\\slash", "new\nline", "bell\x07", "é1", "wt2"]
+    stream = {t: [Fact("Temp", (x, "high"), t) for i, x in enumerate(names) if (i + t) % 3]
+              + ([Fact("Off", (names[t % len(names)],), t)] if t % 2 else []) for t in range(9)}
+    row, col = Session(cp, engine="row"), Session(cp, engine="columnar")
+    ch_row, ch_col = Changes(), Changes()
+    for tau in range(11):
+        fs = stream.get(tau, [])
+        row.step(fs, tau)
+        col.step(fs, tau)
+        for aq in (False, True):
+            for pend in (False, True):
+                assert row.lines(aq, pend) == col.lines(aq, pend), (tau, aq, pend)
+        assert ch_row.update(tau, row.keyed()) == ch_col.update(tau, col.keyed()), tau
