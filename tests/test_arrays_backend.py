@@ -376,3 +376,27 @@ def test_list_table_gives_one_id_per_content(items):
         assert got == tuple(xs) and all(e is None or type(e) is int for e in got)
         assert T.encode([x, None]).tolist() == [i, -1]
     assert len(set(seen.values())) == len(seen)
+
+
+def test_long_string_lists_convert_to_polars():
+    """A string-list column holding long (array-held) lists beside short, empty and null
+    ones converts to the same Polars column as its Python values (the Arrow-offsets path)."""
+    import numpy as np
+    import polars as pl
+
+    from reasoning.columnar.arrays import Col, Frame
+
+    long1 = [f"x:{i}" for i in range(100)]
+    long2 = [f"é{i}\x00" for i in range(70, 0, -1)]
+    values = [long1, None, ["a", "b"], [], long2, long1]
+    ids = []
+    for v in values:
+        if v is None:
+            ids.append(-1)
+        else:
+            ids.append(arrays._LST.id(np.array([arrays._SYM.id(x) for x in v], np.int64)))
+    m = np.array([v is None for v in values])
+    fr = Frame({"l": Col(np.array(ids, np.int64), m, STRLIST)}, len(values))
+    got = A.to_polars(fr)["l"]
+    assert got.to_list() == values
+    assert got.dtype == pl.List(pl.String)

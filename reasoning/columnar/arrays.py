@@ -607,6 +607,23 @@ def _sym_series():
     return s
 
 
+def _long_strlists(c: Col, name: str):
+    """A string-list column holding long lists (ListTable's arrays) as Polars: the
+    elements gathered from the string table's Polars copy, the lists made by their offsets
+    in Arrow — no Python string per element (a 10⁴-element list: 1.9 → 0.7 ms)."""
+    import polars as pl
+    import pyarrow as pa
+
+    u, inv, flat, owner = _segments(c)
+    el = _null_at(_sym_series().gather(np.maximum(flat, 0)), flat < 0 if flat.size and
+                  flat.min() < 0 else None)
+    offsets = np.zeros(u.size + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=u.size), out=offsets[1:])
+    arr = pa.LargeListArray.from_arrays(pa.array(offsets), el.to_arrow(),
+                                        mask=pa.array(u < 0) if (u < 0).any() else None)
+    return pl.Series(name, arr).gather(_null_at(pl.Series(inv.ravel()), c.m))
+
+
 def _null_at(s, m):
     """Series s with nulls where the mask is true."""
     if m is None:
@@ -1309,9 +1326,14 @@ class ArraysBackend(InProcessFrames):
                 s = _sym_series().gather(_null_at(pl.Series(k, c.v), c.m)).alias(k)
             elif c.k in _LISTS:
                 u, inv = np.unique(c.v, return_inverse=True)
-                dec = _decode(Col(u, None, c.k))
-                s = pl.Series(k, [None if x is None else list(x) for x in dec],
-                              dtype=dt).gather(_null_at(pl.Series(inv.ravel()), c.m))
+                lists = _LST.vals
+                if c.k == STRLIST and any(isinstance(lists[i], np.ndarray)
+                                          for i in u.tolist() if i >= 0):
+                    s = _long_strlists(c, k)
+                else:
+                    dec = _decode(Col(u, None, c.k))
+                    s = pl.Series(k, [None if x is None else list(x) for x in dec],
+                                  dtype=dt).gather(_null_at(pl.Series(inv.ravel()), c.m))
             else:
                 s = _null_at(pl.Series(k, c.v, dtype=dt), c.m)
             out.append(s.alias(k))

@@ -575,8 +575,10 @@ class Renderer:
         else:
             new = df
         if new.n:
-            drawn = [x for x in self._render(k, P, NB.to_polars(NB.with_row_id(new, "_ri")),
-                                             tau, ("_ri",)) if "_ri" in x.columns]
+            # only the columns a line reads (not exp, dlp, unb, born) go to Polars
+            todo = NB.with_row_id(NB.select_cols(new, keys), "_ri")
+            drawn = [x for x in self._render(k, P, NB.to_polars(todo), tau, ("_ri",))
+                     if "_ri" in x.columns]
             got = pl.concat(drawn).sort("_ri") if len(drawn) > 1 else drawn[0].sort("_ri")
             if got.height != new.n:  # every row is drawn once, in its order
                 raise AssertionError("native render cache: rows lost")
