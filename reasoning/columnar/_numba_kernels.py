@@ -11,6 +11,7 @@ import numpy as np
 # interval (5 ms) at every kernel call
 _jit = numba.njit(cache=True)
 
+
 # The kernels compare rows inline: a call to a helper taking the key matrix costs ~30 ns
 # a row (the array's reference count), 5× a probe.  Each row's home slot is hashed once.
 @_jit
@@ -27,6 +28,7 @@ def _row_slots(M, bits):
         h ^= h >> np.uint64(31)
         out[i] = np.int64(h >> np.uint64(64 - bits))
     return out
+
 
 @_jit
 def _build_rows(R, ok, bits):
@@ -55,6 +57,7 @@ def _build_rows(R, ok, bits):
         head[s] = j
     return head, nxt
 
+
 @_jit
 def _probe_rows(L, okl, R, head, bits):
     """Per row of L: the first row of R equal to it (-1: none)."""
@@ -78,6 +81,7 @@ def _probe_rows(L, okl, R, head, bits):
                 break
             s = (s + 1) & mask
     return out
+
 
 @_jit
 def _expand(first, nxt, left_outer):
@@ -110,15 +114,18 @@ def _expand(first, nxt, left_outer):
             j = nxt[j]
     return li, ri
 
+
 @_jit
 def _join_rows(L, okl, R, okr, bits, left_outer):
     head, nxt = _build_rows(R, okr, bits)
     return _expand(_probe_rows(L, okl, R, head, bits), nxt, left_outer)
 
+
 @_jit
 def _member_rows(L, okl, R, okr, bits):
     head, nxt = _build_rows(R, okr, bits)
     return _probe_rows(L, okl, R, head, bits) != -1
+
 
 @_jit
 def _factorize_rows(M, bits):
@@ -164,6 +171,7 @@ def _hash_lookup(k1, k2, t1, t2, tv, bits):
                 break
             s = (s + 1) & mask
     return out
+
 
 @_jit
 def _hash_insert(k1, k2, v, t1, t2, tv, bits):
