@@ -497,6 +497,27 @@ class Renderer:
         _json_sets) apply; the lake's table columns and Spark take the general plan."""
         return self.B.name == "polars" and not self._table
 
+    @staticmethod
+    def _untick(df, tau: int, keep: tuple = ()):
+        """Rendered rows as bodies: the line without its `{"tick": τ, ` prefix, the sort
+        key without its `, "tick": τ}` suffix (the only places τ appears; _retick)."""
+        import polars as pl
+
+        return df.select(*keep, "grp",
+                         pl.col("skey").str.head(-len(f', "tick": {tau}}}')).alias("skey"),
+                         pl.col("line").str.slice(len(f'{{"tick": {tau}, ')).alias("line"),
+                         "akey", "status")
+
+    @staticmethod
+    def _retick(body, tau: int):
+        """The rendered rows of tick τ from bodies (_untick)."""
+        import polars as pl
+
+        return body.select(
+            "grp", pl.concat_str([pl.col("skey"), pl.lit(f', "tick": {tau}}}')]).alias("skey"),
+            pl.concat_str([pl.lit(f'{{"tick": {tau}, '), pl.col("line")]).alias("line"),
+            "akey", "status")
+
     def _render_cached(self, k: int, P, df, tau: int, kept: dict):
         """Lines of the rows without nogoods, rendered once per row: a row's line depends on
         τ only through its `"tick": τ` prefix (and the sort key's suffix), so the bodies of
@@ -511,7 +532,6 @@ class Renderer:
         plain = df.filter(~ng)
         if plain.height == 0:
             return rest, None
-        prefix, suffix = f'{{"tick": {tau}, ', f', "tick": {tau}}}'
         old = self._rcache.get((k, P))
         if old is not None:
             hit = old.join(plain.select(keys), on=keys, how="semi", nulls_equal=True)
@@ -522,17 +542,12 @@ class Renderer:
         if hit is not None and hit.height:
             bodies.append(hit)
         if new.height:
-            for x in self._render(k, P, new, tau, keys):
-                bodies.append(x.select(
-                    *keys, "grp", pl.col("skey").str.head(-len(suffix)).alias("skey"),
-                    pl.col("line").str.slice(len(prefix)).alias("line"), "akey", "status"))
+            bodies.extend(self._untick(x, tau, keys) for x in self._render(k, P, new, tau, keys))
         if not bodies:
             return rest, None
         body = pl.concat(bodies) if len(bodies) > 1 else bodies[0]
         kept[(k, P)] = body
-        return rest, body.select(
-            "grp", pl.concat_str([pl.col("skey"), pl.lit(suffix)]).alias("skey"),
-            pl.concat_str([pl.lit(prefix), pl.col("line")]).alias("line"), "akey", "status")
+        return rest, self._retick(body, tau)
 
     def _render_native_cached(self, k: int, P, df, tau: int, kept: dict):
         """_render_cached on the executor's own frames (arrays): a row equal to one of the
@@ -557,7 +572,6 @@ class Renderer:
             rest = None
         if NB.is_empty(df):
             return rest, None
-        prefix, suffix = f'{{"tick": {tau}, ', f', "tick": {tau}}}'
         old = self._rcache.get((k, P)) if self._rcache_gen == NB.generation() else None
         bodies = []
         if old is not None:
@@ -582,15 +596,11 @@ class Renderer:
             got = pl.concat(drawn).sort("_ri") if len(drawn) > 1 else drawn[0].sort("_ri")
             if got.height != new.n:  # every row is drawn once, in its order
                 raise AssertionError("native render cache: rows lost")
-            bodies.append((NB.select_cols(new, keys), got.select(
-                "grp", pl.col("skey").str.head(-len(suffix)).alias("skey"),
-                pl.col("line").str.slice(len(prefix)).alias("line"), "akey", "status")))
+            bodies.append((NB.select_cols(new, keys), self._untick(got, tau)))
         okeys = NB.concat([b[0] for b in bodies])
         obody = pl.concat([b[1] for b in bodies]) if len(bodies) > 1 else bodies[0][1]
         kept[(k, P)] = (okeys, obody)
-        return rest, obody.select(
-            "grp", pl.concat_str([pl.col("skey"), pl.lit(suffix)]).alias("skey"),
-            pl.concat_str([pl.lit(prefix), pl.col("line")]).alias("line"), "akey", "status")
+        return rest, self._retick(obody, tau)
 
     def _json_sets(self, df, lits: list):
         """The evidence and hypotheses JSON lists (sorted, distinct; hypotheses minus
