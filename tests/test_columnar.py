@@ -296,3 +296,23 @@ def test_constants_that_need_quoting_and_escapes(backend, monkeypatch):
             for pend in (False, True):
                 assert row.lines(aq, pend) == col.lines(aq, pend), (tau, aq, pend)
         assert ch_row.update(tau, row.keyed()) == ch_col.update(tau, col.keyed()), tau
+
+
+def test_hypotheses_stay_sorted_when_a_duplicate_is_in_evidence():
+    """Found by the property test above: a template of five literals (the list path of the
+    column renderer) where a hypothesis has the text of an evidence literal.  Removing it by
+    Polars' set difference reordered the rest ("not E1(X, 2)" before "not E1(X, 1)")."""
+    from reasoning.patterns import Fact as F
+
+    cp = compile_program(
+        "#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#delay E1(a, T) = 0.\n"
+        "#domain a, b, c.\n"
+        "P1(X, T) :- not E1(X, T), not E1(X, T), E2(X, S).\nP1(X, T) :- not E1(X, T).\n"
+        "P2(X, T+1) :- P1(X, T), E2(X, S), not E1(X, S).\nP3(X, T) :- E1(X, T).\n"
+        "P3(X, T-1) :- not E1(X, T), P2(X, T), not E1(X, T+1).\n", "<t>")
+    stream = {0: [F("E1", ("b",), 0)],
+              1: [F("E1", ("a",), 1), F("E1", ("c",), 1), F("E2", ("a",), 1),
+                  F("E2", ("b",), 1), F("E2", ("c",), 1)],
+              2: [F("E1", ("a",), 2), F("E2", ("c",), 2)], 3: [F("E1", ("c",), 3)],
+              4: [F("E1", ("b",), 4), F("E2", ("b",), 4), F("E2", ("c",), 4)]}
+    assert_same_run(cp, stream, 11, forget=False)

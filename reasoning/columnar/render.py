@@ -696,7 +696,9 @@ class Renderer:
             hy = B.list_norm(B.list_of([B.when(B.has_bit(B.col("ev"), j), B.null(OBJ), l)
                                         for j, l in enumerate(lits)]))
             df = B.with_columns(df, {"_st": st, "_ev": ev, "_hy": hy})
-            df = B.with_columns(df, {"_hy": B.list_minus(B.col("_hy"), B.col("_ev"))})
+            # (Polars' set difference does not keep the order: sorted again)
+            df = B.with_columns(df, {"_hy": B.list_norm(B.list_minus(B.col("_hy"),
+                                                                     B.col("_ev")))})
             evj = self._json_list(B.col("_ev"), special)
             hyj = self._json_list(B.col("_hy"), special)
         dlt = B.coalesce([B.to_str(B.col("dl")), B.lit("null", OBJ)])
