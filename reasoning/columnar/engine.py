@@ -1106,13 +1106,12 @@ class ColumnarEngine:
         ch = B.filter(R, (~B.col("_same")) & (~B.col("_dt")))
         if B.is_empty(ch):
             return kept, out
-        # 3(b): the instances a definite answer proves are refuted: X ∉ def values
-        ch = B.with_columns(ch, {"_ng1": B.list_norm(B.list_concat(
-            B.col("ng"), B.list_prefix(B.col("_dv"), pref)))})
         pieces = []
         stay = B.filter(ch, future | B.col("_at"))
-        if not B.is_empty(stay):  # 3(b) only (t > τ), or every instance still provable
-            pieces.append(B.select(stay, [B.alias(B.col("_ng1"), "ng") if c == "ng" else
+        if not B.is_empty(stay):  # 3(b) only (t > τ), or every instance still provable:
+            # the instances a definite answer proves are refuted, X ∉ def values
+            ng1 = B.list_norm(B.list_concat(B.col("ng"), B.list_prefix(B.col("_dv"), pref)))
+            pieces.append(B.select(stay, [B.alias(ng1, "ng") if c == "ng" else
                                           (B.alias(B.lit(tau, INT), "born") if c == "born"
                                            else B.col(c)) for c in sch]))
         go = B.filter(ch, (~future) & (~B.col("_at")))
@@ -1129,19 +1128,27 @@ class ColumnarEngine:
                 for c in sch]))
             G = B.filter(go, B.list_len(B.col("_av")) > B.lit(0, INT))
             if not B.is_empty(G):
+                # X bound to each value of its covers (_av) that is neither a definite
+                # answer's (_dv) nor excluded by the row's nogoods — taken from the covers'
+                # rows, not by exploding the lists (_av holds 10⁴-10⁵ devices' names)
                 base = self._base(P)
-                G = B.with_columns(G, {"_exc": B.list_strip_prefix(B.col("_ng1"), pref),
-                                       "_ngk": B.list_drop_prefix(B.col("_ng1"), pref)})
-                vals = B.explode(B.select(G, [B.col("_rid"), B.alias(B.col("_av"), "_c")]),
-                                 "_c")
-                exc = B.explode(B.select(G, [B.col("_rid"), B.alias(B.col("_exc"), "_c")]),
-                                "_c")
+                rid = ["_rid"]
+                CG = B.join(B.filter(C, B.not_null(B.col("eqv"))), B.select(G, [B.col("_rid")]),
+                            rid, rid, how="semi")
+                vals = B.unique(B.select(CG, [B.col("_rid"), B.alias(B.col("eqv"), "_c")]))
+                exc = [B.select(B.filter(CG, B.col("ldef")),
+                                [B.col("_rid"), B.alias(B.col("eqv"), "_c")])]
+                if not B.cheap_checks or B.any_nonempty_list(G, "ng"):
+                    mine = B.explode(B.select(G, [B.col("_rid"), B.alias(
+                        B.list_strip_prefix(B.col("ng"), pref), "_c")]), "_c")
+                    exc.append(B.filter(mine, B.not_null(B.col("_c"))))
+                exc = B.concat(exc)
                 if not B.is_empty(exc):
-                    vals = B.join(vals, B.filter(exc, B.not_null(B.col("_c"))), ["_rid", "_c"],
-                                  ["_rid", "_c"], how="anti")
+                    vals = B.join(vals, exc, ["_rid", "_c"], ["_rid", "_c"], how="anti")
+                ngk = B.list_norm(B.list_drop_prefix(B.col("ng"), pref))  # other variables'
                 ins = B.join(vals, B.select(G, [B.col(c) for c in ["_rid"] + base
-                                                if c != "ng"] + [B.alias(B.col("_ngk"), "ng")]),
-                             ["_rid"], ["_rid"], how="inner")
+                                                if c != "ng"] + [B.alias(ngk, "ng")]),
+                             rid, rid, how="inner")
                 P2 = P | {x}
                 ins = B.select(ins, [B.alias(B.col("_c"), vcol(c_)) if c_ == x else
                                      B.col(vcol(c_)) for c_ in sorted(P2)] +
