@@ -316,3 +316,21 @@ def test_hypotheses_stay_sorted_when_a_duplicate_is_in_evidence():
               2: [F("E1", ("a",), 2), F("E2", ("c",), 2)], 3: [F("E1", ("c",), 3)],
               4: [F("E1", ("b",), 4), F("E2", ("b",), 4), F("E2", ("c",), 4)]}
     assert_same_run(cp, stream, 11, forget=False)
+
+
+@pytest.mark.xfail(strict=True, reason="known (found 2026-11-26, present at stop 32): at "
+                   "tick 2 the columnar exact pass after step 3 (exactrows.ExactPass.run) adds "
+                   "the instance S = 1, T = 0 of P3(X, T) ← E2(X, S), ¬E1(X, S), ¬E1(X, T), … "
+                   "(X ∉ {a, b, c}) with evidence {¬E1(X, T)} only, beside the row step 3 "
+                   "gave evidence {¬E1(X, S), ¬E1(X, T)}; the row engine has only the latter")
+def test_exact_pass_does_not_resplit_a_decided_instance():
+    """Found by the property test (test_random_programs_same_state_and_lines_every_tick)."""
+    from reasoning.patterns import Fact as F
+
+    cp = compile_program(
+        "#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#domain a, b, c.\n"
+        "P1(X, T) :- not E1(X, T), E2(X, S).\nP1(X, T) :- not E2(X, T), E2(X, S).\n"
+        "P2(X, T) :- P1(X, T), E2(X, S), not E1(X, S).\nP3(X, T) :- E1(X, T).\n"
+        "P3(X, T) :- not E1(X, T), not P2(X, T), P2(X, T+1).\n", "<t>")
+    stream = {t: [F(p, (x,), t) for p in ("E1", "E2") for x in "abc"] for t in (0, 1)}
+    assert_same_run(cp, stream, 12, forget=False)
