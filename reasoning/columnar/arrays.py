@@ -877,6 +877,12 @@ def _keymats(sides: list[list[Col]], nulls_equal: bool = False) -> list[tuple]:
     return out
 
 
+def _member_mask(lcols: list[Col], rcols: list[Col], nulls_equal: bool) -> np.ndarray:
+    """Whether each left row's key (the columns lcols) equals some right row's (rcols)."""
+    (L, okl), (R, okr) = _keymats([lcols, rcols], nulls_equal)
+    return kernels.member_rows(L, okl, R, okr)
+
+
 def _group_ids(cs: list[Col]):
     """(group id per row, first row of each group) over the columns (nulls equal)."""
     ((K, _),) = _keymats([cs], True)
@@ -1469,9 +1475,8 @@ class ArraysBackend(InProcessFrames):
             raise ValueError(f"join without keys: {how}")
         lcols = [left.cols[x] if isinstance(x, str) else self._eval(left, x) for x in left_on]
         rcols = [right.cols[x] for x in right_on]
-        (L, okl), (R, okr) = _keymats([lcols, rcols], nulls_equal)
         if how in ("semi", "anti"):
-            hit = kernels.member_rows(L, okl, R, okr)
+            hit = _member_mask(lcols, rcols, nulls_equal)
             keep = hit if how == "semi" else ~hit
             if keep.all():
                 return left
@@ -1479,6 +1484,7 @@ class ArraysBackend(InProcessFrames):
             return left.take(idx, idx.size)
         if how not in ("inner", "left"):
             raise ValueError(f"join type {how!r}")
+        (L, okl), (R, okr) = _keymats([lcols, rcols], nulls_equal)
         li, ri = kernels.join_rows(L, okl, R, okr, how == "left")
         # Polars coalesces the key columns only when every key is a column name
         coalesce = all(isinstance(x, str) for x in left_on)
@@ -1616,9 +1622,7 @@ class ArraysBackend(InProcessFrames):
     def member_rows(self, left, right, keys: list) -> np.ndarray:
         """Whether each row of left equals some row of right on the key columns (nulls
         equal): a mask, for callers that keep frames of their own aligned with these."""
-        (L, okl), (R, okr) = _keymats([[left.cols[k] for k in keys],
-                                       [right.cols[k] for k in keys]], True)
-        return kernels.member_rows(L, okl, R, okr)
+        return _member_mask([left.cols[k] for k in keys], [right.cols[k] for k in keys], True)
 
     def generation(self) -> tuple:
         """Changes when a sweep may have given an id another value."""
