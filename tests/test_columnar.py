@@ -318,13 +318,11 @@ def test_hypotheses_stay_sorted_when_a_duplicate_is_in_evidence():
     assert_same_run(cp, stream, 11, forget=False)
 
 
-@pytest.mark.xfail(strict=True, reason="known (found 2026-11-26, present at stop 32): at "
-                   "tick 2 the columnar exact pass after step 3 (exactrows.ExactPass.run) adds "
-                   "the instance S = 1, T = 0 of P3(X, T) ← E2(X, S), ¬E1(X, S), ¬E1(X, T), … "
-                   "(X ∉ {a, b, c}) with evidence {¬E1(X, T)} only, beside the row step 3 "
-                   "gave evidence {¬E1(X, S), ¬E1(X, T)}; the row engine has only the latter")
 def test_exact_pass_does_not_resplit_a_decided_instance():
-    """Found by the property test (test_random_programs_same_state_and_lines_every_tick)."""
+    """Found by the property test (test_random_programs_same_state_and_lines_every_tick):
+    step 3(b) left an answer whose X ∉ {a, b, c} already held every definite value unchanged
+    but marked it born at τ, so the exact pass checked it against W ∪ D|τ and re-added the
+    instance S = 1, T = 0 beside the row step 3 had decided."""
     from reasoning.patterns import Fact as F
 
     cp = compile_program(

@@ -1110,9 +1110,13 @@ class ColumnarEngine:
         stay = B.filter(ch, future | B.col("_at"))
         if not B.is_empty(stay):  # 3(b) only (t > τ), or every instance still provable:
             # the instances a definite answer proves are refuted, X ∉ def values
+            # (an answer whose X ∉ … holds them all already is unchanged: it keeps its
+            # birth tick, as the row engine keeps the answer itself — exact.py reads it)
             ng1 = B.list_norm(B.list_concat(B.col("ng"), B.list_prefix(B.col("_dv"), pref)))
+            born = B.when(B.list_len(ng1) == B.list_len(B.col("ng")), B.col("born"),
+                          B.lit(tau, INT))
             pieces.append(B.select(stay, [B.alias(ng1, "ng") if c == "ng" else
-                                          (B.alias(B.lit(tau, INT), "born") if c == "born"
+                                          (B.alias(born, "born") if c == "born"
                                            else B.col(c)) for c in sch]))
         go = B.filter(ch, (~future) & (~B.col("_at")))
         if not B.is_empty(go):
