@@ -202,7 +202,6 @@ def exclusions(tp, ng) -> tuple[dict, list]:
     """An answer's nogoods as printed: the single-variable ones as `excluded` ({name: sorted
     constants}), the others as `excluded_combinations`; a variable is named after the query
     variable it is, where it is one."""
-    name_of = printed_name(tp)
     by_var: dict[int, list] = {}
     combos = []
     for n in ng:
@@ -213,7 +212,15 @@ def exclusions(tp, ng) -> tuple[dict, list]:
                 got = by_var[v] = []
             got.append(c)
         else:
-            combos.append({name_of(v): c for v, c in n})
+            combos.append(n)
+    return exclusions_of(tp, by_var, combos)
+
+
+def exclusions_of(tp, by_var: dict, combos: list) -> tuple[dict, list]:
+    """`exclusions` from the nogoods split already: {variable: [constants]} of the
+    single-variable ones (in the order of the nogoods), the others as tuples."""
+    name_of = printed_name(tp)
+    combos = [{name_of(v): c for v, c in n} for n in combos]
     excluded: dict[str, list] = {}
     for v, cs in by_var.items():
         excluded.setdefault(name_of(v), []).extend(cs)
@@ -226,14 +233,15 @@ def exclusions(tp, ng) -> tuple[dict, list]:
 
 
 def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
-                  deadline: Optional[int]) -> dict[str, Any]:
+                  deadline: Optional[int], split: Optional[tuple] = None) -> dict[str, Any]:
     """The printed object of answer `a` of template `tp` under bindings `b` (its own, or
     grounded) with nogoods `ng`, status `st` and deadline (Explainer.render, and the columnar
-    renderer's rows with nogoods)."""
+    renderer's rows with nogoods; split: the nogoods as exclusions_of takes them, instead
+    of ng)."""
     ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
     hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
                  if i not in a.ev} - set(ev))
-    excluded, combos = exclusions(tp, ng)
+    excluded, combos = exclusions(tp, ng) if split is None else exclusions_of(tp, *split)
     out: dict[str, Any] = {
         "tick": tick,
         "query": str(tp.query.atom),

@@ -58,10 +58,19 @@ PROPS = settings(max_examples=budget(120), deadline=None,
 
 
 @PROPS
-@given(cases(negation=True, multi_time=True), st.booleans())
-def test_random_programs_same_state_and_lines_every_tick(case, forget):
-    cp = compile_program(case.text, "<gen>")
-    assert_same_run(cp, case.stream, _until(cp, case), forget)
+@given(cases(negation=True, multi_time=True), st.booleans(), st.booleans())
+def test_random_programs_same_state_and_lines_every_tick(case, forget, plan_only):
+    """plan_only: every new row rendered by the string plan (render.PYTHON_NEW_ROWS = 0), else
+    a tick's few new rows by the object builder, as `hypo run` does."""
+    from reasoning.columnar import render
+
+    old = render.PYTHON_NEW_ROWS
+    render.PYTHON_NEW_ROWS = 0 if plan_only else old
+    try:
+        cp = compile_program(case.text, "<gen>")
+        assert_same_run(cp, case.stream, _until(cp, case), forget)
+    finally:
+        render.PYTHON_NEW_ROWS = old
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,
@@ -97,9 +106,15 @@ def test_example13(forget):
     assert_same_run(cp, stream, 8, forget)
 
 
-def test_exclusions_render_as_columns():
+@pytest.mark.parametrize("few", [0, 64])
+def test_exclusions_render_as_columns(few, monkeypatch):
     """An answer with single-variable exclusions (Example 13's `OK(X, T)` for X ∉ {…}) is
-    rendered by the string plan, not the Python object builder: same lines, no Python row."""
+    rendered by the string plan, not the Python object builder: same lines, no Python row
+    (few: a tick's at most `few` new rows go to the object builder, as `hypo run` does:
+    then they all do)."""
+    from reasoning.columnar import render
+
+    monkeypatch.setattr(render, "PYTHON_NEW_ROWS", few)
     cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
     st_ = read_stream_file(str(EXAMPLES / "wind_turbines.jsonl"), cp)
     stream = {t: [f for f, _ in v] for t, v in st_.slices.items()}
@@ -112,6 +127,7 @@ def test_exclusions_render_as_columns():
         assert lines == row.lines(True, True), tau
         seen += sum('"excluded": {"' in x for x in lines)
     assert seen > 0 and col.renderer.stats["python_rows"] == 0
+    assert (col.renderer.stats["python_few"] > 0) == (few > 0)
 
 
 RARE = """#query A(X, T).
@@ -332,3 +348,28 @@ def test_exact_pass_does_not_resplit_a_decided_instance():
         "P3(X, T) :- not E1(X, T), not P2(X, T), P2(X, T+1).\n", "<t>")
     stream = {t: [F(p, (x,), t) for p in ("E1", "E2") for x in "abc"] for t in (0, 1)}
     assert_same_run(cp, stream, 12, forget=False)
+
+
+# a variable's values have one kind: variables 0-5 hold strings, 6-11 time values
+_VALUE = st.integers(0, 11).flatmap(lambda v: st.tuples(
+    st.just(v), st.text(max_size=4) if v < 6 else st.integers(-3, 30)))
+_NOGOOD = st.lists(_VALUE, min_size=1, max_size=3, unique_by=lambda x: x[0]).map(tuple)
+
+
+@settings(max_examples=budget(300), deadline=None)
+@given(st.lists(_NOGOOD, max_size=12))
+def test_split_nogood_list_prints_as_the_nogoods(ng):
+    """The renderer's object builder reads an `ng` list split by layout.split_nogood_list;
+    the exclusions it prints equal those of the decoded nogoods (explain.exclusions), for
+    single-variable nogoods of strings and of time values (`*[[v, t]]`), combinations, and
+    constants holding `:`."""
+    from reasoning.columnar.layout import decode_nogood, encode_nogoods, split_nogood_list
+    from reasoning.explain import exclusions, exclusions_of
+
+    class Tp:  # what exclusions read of a template: printed_name's inputs
+        names = [f"V{i}" for i in range(12)]
+        qvars = (("X", True, 0, 0), ("Y", True, 7, 0))  # variables 0 and 7 print as X, Y
+
+    items = encode_nogoods(ng)
+    assert exclusions_of(Tp, *split_nogood_list(items)) == exclusions(
+        Tp, [decode_nogood(s) for s in items])

@@ -33,6 +33,14 @@ _NETS = {1: [], 2: [[(0, 1)]], 3: [[(0, 1)], [(1, 2)], [(0, 1)]],
          4: [[(0, 1), (2, 3)], [(0, 2), (1, 3)], [(1, 2)]]}
 _TOP = "\U0010ffff"
 
+# a handful of new rows (at most PYTHON_NEW_ROWS, with at most PYTHON_NEW_ELEMENTS excluded
+# constants in all) are rendered by the object builder from the executor's own rows: the
+# string plan costs ~20 Polars operations (~2.5 ms) whatever the height, the builder ~20 µs
+# a row plus ~1 µs an excluded constant (a tick of `hypo run --changes` on the turbines
+# renders one new `OK(X, T)` with X ∉ {~1 500 devices}, and ~1 100 ground rows by the plan)
+PYTHON_NEW_ROWS = 64
+PYTHON_NEW_ELEMENTS = 50_000
+
 
 class Renderer:
     """Renders a ColumnarEngine's tables (a tick's snapshot) as JSON lines."""
@@ -45,7 +53,7 @@ class Renderer:
         self.B = eng.B
         self.rel = static_horizons(eng.tool)
         self.main_q = str(eng.cp.main.atom)
-        self.stats = {"python_rows": 0}
+        self.stats = {"python_rows": 0, "python_few": 0}
         self._native = None
         if native is not None:
             self._native = Renderer(native)
@@ -562,10 +570,12 @@ class Renderer:
         NB = self._native.B
         keys = [vcol(x) for x in sorted(P)] + ["ev", "dl", "ng"]
         if self.eng.may_ng[k] and self._exclusion_names(k, P) is not None:
-            combo = NB.list_any_prefix(NB.col("ng"), "*")
-            rest = NB.filter(df, combo)
-            df = NB.filter(df, ~combo)
-            rest = None if NB.is_empty(rest) else rest
+            rest = None
+            if self._native.eng.multi_possible:  # (else no nogood combines variables)
+                combo = NB.list_any_prefix(NB.col("ng"), "*")
+                rest = NB.filter(df, combo)
+                df = NB.filter(df, ~combo)
+                rest = None if NB.is_empty(rest) else rest
         elif self.eng.may_ng[k]:  # every nogood through the object builder
             return df, None
         else:
@@ -588,7 +598,10 @@ class Renderer:
                 new = df.take(idx, idx.size)
         else:
             new = df
-        if new.n:
+        if new.n and self._few(new):
+            got = self._render_python(k, P, new, tau, native=True)
+            bodies.append((NB.select_cols(new, keys), self._untick(got, tau)))
+        elif new.n:
             # only the columns a line reads (not exp, dlp, unb, born) go to Polars
             todo = NB.with_row_id(NB.select_cols(new, keys), "_ri")
             drawn = [x for x in self._render(k, P, NB.to_polars(todo), tau, ("_ri",))
@@ -601,6 +614,16 @@ class Renderer:
         obody = pl.concat([b[1] for b in bodies]) if len(bodies) > 1 else bodies[0][1]
         kept[(k, P)] = (okeys, obody)
         return rest, self._retick(obody, tau)
+
+    def _few(self, df) -> bool:
+        """Are a frame's rows few enough for the object builder (PYTHON_NEW_ROWS)?"""
+        NB = self._native.B
+        if df.n > PYTHON_NEW_ROWS:
+            return False
+        if df.n == 0 or not NB.any_nonempty_list(df, "ng"):
+            return True
+        lens = NB.column_list(NB.select(df, [NB.alias(NB.list_len(NB.col("ng")), "_n")]), "_n")
+        return sum(x or 0 for x in lens) <= PYTHON_NEW_ELEMENTS
 
     def _json_sets(self, df, lits: list):
         """The evidence and hypotheses JSON lists (sorted, distinct; hypotheses minus
@@ -858,8 +881,9 @@ class Renderer:
             parts += [B.lit("], [", OBJ), exc, B.lit("]]", OBJ)]
         return B.concat_str(parts)
 
-    def _render_python(self, k: int, P, df, tau: int):
-        """Rows with nogoods (X ∉ {…}): the object built like Explainer.render."""
+    def _render_python(self, k: int, P, df, tau: int, native: bool = False):
+        """Rows with nogoods (X ∉ {…}): the object built like Explainer.render (native: df
+        is a frame of the native executor, read there)."""
         from .layout import STRLIST
 
         B = self.B
@@ -867,9 +891,9 @@ class Renderer:
         lay = self.eng.layouts[k]
         rows = []
         with frozen_survivors():  # an answer may carry 10⁵–10⁶ exclusions (tuples, strings)
-            for r in B.rows(df):
+            for r in (self._native.B if native else B).rows(df):
                 rows.append(self._python_row(tp, lay, r, tau))
-        self.stats["python_rows"] += len(rows)
+        self.stats["python_rows" if not native else "python_few"] += len(rows)
         schema = {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ, "status": OBJ}
         if self._table:
             schema.update(query=OBJ, substitution=OBJ, excluded=OBJ,
@@ -881,10 +905,10 @@ class Renderer:
         """One row with nogoods rendered by explain.answer_object (its nogoods decoded in
         their stored, sorted order)."""
         from ..explain import format_atom_answer
-        from .layout import decode_nogood_list, row_to_answer
+        from .layout import row_to_answer, split_nogood_list
 
         a = row_to_answer(lay, r, nogoods=False)
-        obj = render_object(tp, a, tau, r["dl"], decode_nogood_list(r["ng"]))
+        obj = render_object(tp, a, tau, r["dl"], split=split_nogood_list(r["ng"]))
         row = {"grp": 0 if obj["query"] == self.main_q else 1,
                "skey": json.dumps(obj, sort_keys=True, ensure_ascii=False),
                "line": json.dumps(obj, ensure_ascii=False),
@@ -903,12 +927,13 @@ class Renderer:
         return row
 
 
-def render_object(tp, a, tick: int, deadline: Optional[int], ng=None) -> dict:
+def render_object(tp, a, tick: int, deadline: Optional[int], ng=None,
+                  split: Optional[tuple] = None) -> dict:
     """explain.Explainer.render with the deadline given (and the nogoods, if given, instead
-    of a.ng)."""
+    of a.ng: as nogoods, or split as layout.split_nogood_list gives them)."""
     st = DEFINITE if len(a.ev) == len(tp.lits) else (HYPOTHETICAL if a.ev else PENDING)
     return answer_object(tp, a, a.b, a.ng if ng is None else ng, tick, st,
-                         None if st == DEFINITE else deadline)
+                         None if st == DEFINITE else deadline, split)
 
 
 def answer_key_text(obj: dict) -> str:
