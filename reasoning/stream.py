@@ -303,18 +303,29 @@ class Slice:
         from .columnar.layout import acol, facts_by_pred
 
         parts: dict = {}
+        runs: list = []  # the chunks, consecutive frames concatenated (one partition each)
         for c in self.chunks:
+            if not isinstance(c, list) and runs and not isinstance(runs[-1], list):
+                runs[-1] = pl.concat([runs[-1], c], rechunk=False)
+            else:
+                runs.append(c)
+        for c in runs:
             if isinstance(c, list):
                 for p, cols in facts_by_pred(f for f, _ in c).items():
                     sch = {k: (pl.Int64 if k == "t" else pl.String) for k in cols}
                     parts.setdefault(p, []).append(pl.DataFrame(cols, schema=sch))
+                continue
+            preds = c.get_column("pred")
+            if c.height and preds.n_unique() == 1:  # one predicate (0.2 ms less a tick)
+                groups = [(preds[0], c)]
             else:
-                for (p,), g in c.partition_by("pred", maintain_order=True,
-                                               as_dict=True).items():
-                    n = len(g.get_column("args")[0]) if g.height else 0
-                    parts.setdefault(p, []).append(g.select(
-                        *[pl.col("args").list.get(i).alias(acol(i)) for i in range(n)],
-                        pl.col("t")))
+                groups = [(p, g) for (p,), g in c.partition_by(
+                    "pred", maintain_order=True, as_dict=True).items()]
+            for p, g in groups:
+                n = len(g.get_column("args")[0]) if g.height else 0
+                parts.setdefault(p, []).append(g.select(
+                    *[pl.col("args").list.get(i).alias(acol(i)) for i in range(n)],
+                    pl.col("t")))
         return {p: (fs[0] if len(fs) == 1 else pl.concat(fs)) for p, fs in parts.items()}
 
 
