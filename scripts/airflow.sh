@@ -53,20 +53,58 @@ case "${1:-standalone}" in
     [ $# -eq 3 ] || { echo "usage: scripts/airflow.sh backfill A B" >&2; exit 2; }
     read -r FROM TO < <(dates "$2" "$3")
     # SQLite has one writer: under load the running scheduler can hold the database past
-    # SQLite's busy timeout, and the backfill's transaction (rolled back whole) fails with
-    # "database is locked" — try again, a few times, for that error only
+    # SQLite's busy timeout, and `backfill create` fails with "database is locked" — try
+    # again, a few times, for that error only.  Airflow commits the backfill before its runs
+    # and removes it after a lock error only if it can: a backfill left behind makes the
+    # next attempt fail with "Another backfill is running", so after a lock error that
+    # failure is retried too, once the backfill this command left (created since it started,
+    # no run finished) is removed.
+    STARTED="$(date -u +%Y-%m-%dT%H:%M:%S)"
+    LOCKED=0
     for attempt in 1 2 3 4 5; do
       set +e
       OUT="$(airflow backfill create --dag-id hypo_ticks --from-date "$FROM" --to-date "$TO" \
         --reprocess-behavior completed --max-active-runs 1 2>&1)"
       RC=$?
       set -e
-      if [ $RC -eq 0 ] || ! grep -q "database is locked" <<<"$OUT" || [ $attempt -eq 5 ]; then
+      RETRY=0
+      if [ $RC -ne 0 ]; then
+        if grep -q "database is locked" <<<"$OUT"; then
+          RETRY=1
+        elif [ $LOCKED -eq 1 ] && grep -q "Another backfill is running" <<<"$OUT"; then
+          RETRY=1
+        fi
+      fi
+      if [ $RETRY -eq 0 ] || [ $attempt -eq 5 ]; then
         printf '%s\n' "$OUT"
         exit $RC
       fi
+      LOCKED=1
       echo "scripts/airflow.sh: the metadata database was locked (attempt $attempt of 5); retrying" >&2
       sleep $((attempt * ${HYPO_AIRFLOW_RETRY_SLEEP:-3}))
+      python -W ignore - "$STARTED" >&2 <<'EOF' || echo "scripts/airflow.sh: could not look for a backfill the failed attempt left (the next attempt reports one)" >&2
+import sys
+from datetime import datetime, timezone
+
+from sqlalchemy import delete, func, select
+
+from airflow.models.backfill import Backfill, BackfillDagRun
+from airflow.models.dagrun import DagRun
+from airflow.utils.session import create_session
+
+since = datetime.fromisoformat(sys.argv[1]).replace(tzinfo=timezone.utc)
+with create_session() as s:  # commits at the end
+    for b in s.scalars(select(Backfill).where(
+            Backfill.dag_id == "hypo_ticks", Backfill.completed_at.is_(None),
+            Backfill.created_at >= since)).all():
+        if s.scalar(select(func.count()).select_from(DagRun).where(
+                DagRun.backfill_id == b.id, DagRun.end_date.is_not(None))):
+            continue  # a run of it finished: not a leftover of a failed create
+        s.execute(delete(BackfillDagRun).where(BackfillDagRun.backfill_id == b.id))
+        s.execute(delete(DagRun).where(DagRun.backfill_id == b.id))
+        s.delete(b)
+        print(f"scripts/airflow.sh: removed backfill {b.id}, left by the failed attempt")
+EOF
     done ;;
   standalone)
     airflow db migrate >/dev/null

@@ -213,3 +213,62 @@ echo "created"
     r = subprocess.run(["bash", str(root / "scripts" / "airflow.sh"), "backfill", "1", "2"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 3 and "some other failure" in r.stdout and "retrying" not in r.stderr
+    # a backfill running already is an answer, unless a locked attempt of this command left
+    # it (Airflow commits the backfill before its runs): then it is removed and retried
+    busy = "AlreadyRunningBackfill: Another backfill is running for Dag hypo_ticks."
+    fake.write_text(f"#!/bin/bash\necho '{busy}'; exit 1\n")
+    r = subprocess.run(["bash", str(root / "scripts" / "airflow.sh"), "backfill", "1", "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Another backfill" in r.stdout and "retrying" not in r.stderr
+    fake.write_text(f"""#!/bin/bash
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}
+if [ $n -eq 1 ]; then echo "(sqlite3.OperationalError) database is locked"; exit 1; fi
+if [ $n -eq 2 ]; then echo '{busy}'; exit 1; fi
+echo "created"
+""")
+    r = subprocess.run(["bash", str(root / "scripts" / "airflow.sh"), "backfill", "1", "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "created" in r.stdout, r.stdout + r.stderr
+    assert int(count.read_text()) == 3
+
+
+def test_backfill_leftover_is_removed(tmp_path):
+    """The clean-up `scripts/airflow.sh backfill` runs after a locked attempt, on a real
+    metadata database: a backfill created since the command started with no finished run is
+    removed (with its runs), an older one or one with a finished run is kept."""
+    from datetime import datetime, timedelta, timezone
+
+    src = Path(SCRIPT).read_text()
+    i = src.index("import sys\nfrom datetime import datetime, timezone")
+    code = src[i:src.index("\nEOF\n", i)]
+    home = tmp_path / "ah"
+    home.mkdir()
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db"}
+    airflow = str(Path(SCRIPT).parent.parent / ".venv" / "bin" / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True,
+                   timeout=600)
+    now = datetime.now(timezone.utc)
+    setup = f"""
+from datetime import datetime, timezone
+from airflow.models.backfill import Backfill
+from airflow.utils.session import create_session
+d = datetime(2021, 1, 1, tzinfo=timezone.utc)
+with create_session() as s:
+    for created in ({(now - timedelta(hours=1)).isoformat()!r}, {now.isoformat()!r}):
+        s.add(Backfill(dag_id="hypo_ticks", from_date=d, to_date=d, max_active_runs=1,
+                       dag_run_conf={{}}, created_at=datetime.fromisoformat(created)))
+"""
+    py = str(Path(SCRIPT).parent.parent / ".venv" / "bin" / "python")
+    subprocess.run([py, "-W", "ignore", "-c", setup], env=env, check=True, timeout=300)
+    since = (now - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    r = subprocess.run([py, "-W", "ignore", "-", since], input=code, env=env, text=True,
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "removed backfill 2" in r.stdout and "backfill 1" not in r.stdout
+    count = ("from airflow.models.backfill import Backfill\n"
+             "from airflow.utils.session import create_session\n"
+             "with create_session() as s: print(s.query(Backfill).count())")
+    r = subprocess.run([py, "-W", "ignore", "-c", count], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.stdout.strip().splitlines()[-1] == "1"
