@@ -6,7 +6,8 @@ per order key of the T-stratification (the answers a deadline depends on have sm
 Everything is string concatenation over columns, the `excluded` lists of single-variable
 nogoods (the "X ∉ {…}" answers of step 3, up to 10⁶–10⁷ constants in one answer) included
 on Polars; rows with nogoods over several variables (`excluded_combinations`), rows with
-periodic time domains, and rows with nogoods on Spark are built in Python (explain.py's
+periodic time domains, rows with nogoods on Spark, and — for `hypo run` on the arrays
+executor — a tick's few new rows (PYTHON_NEW_ROWS) are built in Python (explain.py's
 objects).
 """
 from __future__ import annotations
