@@ -357,12 +357,12 @@ _NOGOOD = st.lists(_VALUE, min_size=1, max_size=3, unique_by=lambda x: x[0]).map
 
 
 @settings(max_examples=budget(300), deadline=None)
-@given(st.lists(_NOGOOD, max_size=12))
-def test_split_nogood_list_prints_as_the_nogoods(ng):
+@given(st.lists(_NOGOOD, max_size=12), st.data())
+def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     """The renderer's object builder reads an `ng` list split by layout.split_nogood_list;
     the exclusions it prints equal those of the decoded nogoods (explain.exclusions), for
     single-variable nogoods of strings and of time values (`*[[v, t]]`), combinations, and
-    constants holding `:`."""
+    constants holding `:` — on a sorted list (by runs) and on any other order."""
     from reasoning.columnar.layout import decode_nogood, encode_nogoods, split_nogood_list
     from reasoning.explain import exclusions, exclusions_of
 
@@ -370,6 +370,9 @@ def test_split_nogood_list_prints_as_the_nogoods(ng):
         names = [f"V{i}" for i in range(12)]
         qvars = (("X", True, 0, 0), ("Y", True, 7, 0))  # variables 0 and 7 print as X, Y
 
-    items = encode_nogoods(ng)
-    assert exclusions_of(Tp, *split_nogood_list(items)) == exclusions(
-        Tp, [decode_nogood(s) for s in items])
+    items = encode_nogoods(ng)  # sorted, as an `ng` list is (the runs of one variable)
+    want = exclusions(Tp, [decode_nogood(s) for s in items])
+    assert exclusions_of(Tp, *split_nogood_list(items)) == want
+    # in any other order, and with repeats (the nogood by nogood path)
+    shuffled = data.draw(st.permutations(items + items[:2]))
+    assert exclusions_of(Tp, *split_nogood_list(shuffled)) == want

@@ -24,6 +24,7 @@ import json
 import re
 import weakref
 from itertools import chain
+from operator import itemgetter
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -465,6 +466,10 @@ def _elem_ids(t) -> tuple:
 
 def _elem_vals(t) -> tuple:
     vals = _SYM.vals
+    if isinstance(t, np.ndarray):  # a long list: its ids as Python ints, looked up in C
+        t = t.tolist()
+    if len(t) > 1 and min(t) >= 0:
+        return itemgetter(*t)(vals)
     return tuple(None if i < 0 else vals[i] for i in t)
 
 

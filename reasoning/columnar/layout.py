@@ -21,7 +21,10 @@ A fact table has columns a0 … a{k-1} (object arguments) and t; the window adds
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
+import operator
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -115,8 +118,28 @@ def split_nogood_list(items: Optional[Iterable[str]]) -> tuple[dict, list]:
     exclude 10⁴–10⁶ constants)."""
     by_var: dict[int, list] = {}
     combos = []
+    items = list(dict.fromkeys(items or ()))
+    if all(map(operator.lt, items, itertools.islice(items, 1, None))):
+        # sorted (as every `ng` list is): one variable's `v:c` texts are a run, [v:, v;)
+        i, n = 0, len(items)
+        while i < n:
+            s = items[i]
+            if s.startswith("*"):
+                nogood = decode_nogood(s)
+                if len(nogood) == 1:
+                    by_var.setdefault(nogood[0][0], []).append(nogood[0][1])
+                else:
+                    combos.append(nogood)
+                i += 1
+                continue
+            v = s.partition(":")[0]
+            hi = bisect.bisect_left(items, v + ";", i)
+            k = len(v) + 1
+            by_var.setdefault(int(v), []).extend([x[k:] for x in items[i:hi]])
+            i = hi
+        return by_var, combos
     prefix, cur, k = None, None, 0
-    for s in dict.fromkeys(items or ()):
+    for s in items:
         if prefix is not None and s.startswith(prefix):
             cur.append(s[k:])
         elif s.startswith("*"):  # (a time value's nogood is one too: `*[[v, t]]`)
