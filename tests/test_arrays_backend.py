@@ -380,7 +380,7 @@ def test_list_table_gives_one_id_per_content(items):
 
 def test_long_string_lists_convert_to_polars():
     """A string-list column holding long (array-held) lists beside short, empty and null
-    ones converts to the same Polars column as its Python values (the Arrow-offsets path)."""
+    ones converts to the same Polars column as its Python values (arrays._long_strlists)."""
     import numpy as np
     import polars as pl
 

@@ -362,7 +362,7 @@ def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     """The renderer's object builder reads an `ng` list split by layout.split_nogood_list;
     the exclusions it prints equal those of the decoded nogoods (explain.exclusions), for
     single-variable nogoods of strings and of time values (`*[[v, t]]`), combinations, and
-    constants holding `:` — on a sorted list (by runs) and on any other order."""
+    constants holding `:` — on a sorted list and on any other order (sorted first)."""
     from reasoning.columnar.layout import decode_nogood, encode_nogoods, split_nogood_list
     from reasoning.explain import exclusions, exclusions_of
 
@@ -373,6 +373,6 @@ def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     items = encode_nogoods(ng)  # sorted, as an `ng` list is (the runs of one variable)
     want = exclusions(Tp, [decode_nogood(s) for s in items])
     assert exclusions_of(Tp, *split_nogood_list(items)) == want
-    # in any other order, and with repeats (the nogood by nogood path)
+    # in any other order, and with repeats
     shuffled = data.draw(st.permutations(items + items[:2]))
     assert exclusions_of(Tp, *split_nogood_list(shuffled)) == want

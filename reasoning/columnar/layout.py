@@ -113,46 +113,31 @@ def decode_nogoods(items: Optional[Iterable[str]]) -> frozenset:
 
 def split_nogood_list(items: Optional[Iterable[str]]) -> tuple[dict, list]:
     """The distinct nogoods of an `ng` list as explain.exclusions_of takes them: {variable:
-    [constants]} of the `v:c` ones, in their stored order, and the others as tuples — the
-    constants sliced out of their texts (5x cheaper than a tuple per nogood: an answer may
-    exclude 10⁴–10⁶ constants)."""
+    [constants]} of the single-variable ones and the others as tuples, in the list's sorted
+    order (exclusions_of sorts what it prints) — one variable's `v:c` texts are then a run
+    [`v:`, `v;`), whose constants are sliced out of their texts (5x cheaper than a tuple
+    per nogood: an answer may exclude 10⁴–10⁶ constants)."""
     by_var: dict[int, list] = {}
     combos = []
     items = list(dict.fromkeys(items or ()))
-    if all(map(operator.lt, items, itertools.islice(items, 1, None))):
-        # sorted (as every `ng` list is): one variable's `v:c` texts are a run, [v:, v;)
-        i, n = 0, len(items)
-        while i < n:
-            s = items[i]
-            if s.startswith("*"):
-                nogood = decode_nogood(s)
-                if len(nogood) == 1:
-                    by_var.setdefault(nogood[0][0], []).append(nogood[0][1])
-                else:
-                    combos.append(nogood)
-                i += 1
-                continue
-            v = s.partition(":")[0]
-            hi = bisect.bisect_left(items, v + ";", i)
-            k = len(v) + 1
-            by_var.setdefault(int(v), []).extend([x[k:] for x in items[i:hi]])
-            i = hi
-        return by_var, combos
-    prefix, cur, k = None, None, 0
-    for s in items:
-        if prefix is not None and s.startswith(prefix):
-            cur.append(s[k:])
-        elif s.startswith("*"):  # (a time value's nogood is one too: `*[[v, t]]`)
-            n = decode_nogood(s)
-            if len(n) == 1:
-                by_var.setdefault(n[0][0], []).append(n[0][1])
+    if not all(map(operator.lt, items, itertools.islice(items, 1, None))):
+        items.sort()  # every `ng` list is sorted already: this is a linear check
+    i, n = 0, len(items)
+    while i < n:
+        s = items[i]
+        if s.startswith("*"):  # (a time value's nogood is single-variable: `*[[v, t]]`)
+            nogood = decode_nogood(s)
+            if len(nogood) == 1:
+                by_var.setdefault(nogood[0][0], []).append(nogood[0][1])
             else:
-                combos.append(n)
-        else:
-            v, _, c = s.partition(":")
-            prefix, k = v + ":", len(v) + 1
-            cur = by_var.setdefault(int(v), [])
-            cur.append(c)
+                combos.append(nogood)
+            i += 1
+            continue
+        v = s.partition(":")[0]
+        hi = bisect.bisect_left(items, v + ";", i)
+        k = len(v) + 1
+        by_var.setdefault(int(v), []).extend([x[k:] for x in items[i:hi]])
+        i = hi
     return by_var, combos
 
 
