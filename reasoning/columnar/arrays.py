@@ -685,6 +685,10 @@ class _PrefixOp:
                 res = [int(vals[i].startswith(prefix)) for i in new]
             elif op == "add":
                 res = [_SYM.id(prefix + vals[i]) for i in new]
+                # what `strip` and `starts` give on the strings made (the schematic
+                # answers' nogoods X:c strip them again a tick later)
+                self._tell("strip", res, new)
+                self._tell("starts", res, 1)
             else:
                 res = [_SYM.id(vals[i][k:]) if vals[i].startswith(prefix) else -1
                        for i in new]
@@ -692,6 +696,13 @@ class _PrefixOp:
             self.table[new] = res
             got = self.table[safe]
         return np.where(ids >= 0, got, 0 if self.op == "starts" else -1)
+
+
+    def _tell(self, op: str, ids: list, res) -> None:
+        """Record op's results res on ids in op's memo for the same prefix."""
+        memo = _by_prefix(op, self.prefix)
+        memo.table = _cover_strings(memo.table, _UNKNOWN)
+        memo.table[ids] = res
 
 
 def _by_prefix(op: str, prefix: str) -> _PrefixOp:
@@ -742,11 +753,28 @@ class _TextRank:
             order = np.argsort(texts, kind="stable")
             new, texts = new[order], texts[order]
             at = np.searchsorted(self.texts, texts)
-            self.texts = np.insert(self.texts, at, texts)
-            self.ids = np.insert(self.ids, at, new)
-            self.rank[self.ids] = np.arange(self.ids.size)
+            self.texts = _insert_sorted(self.texts, at, texts)
+            self.ids = _insert_sorted(self.ids, at, new)
+            lo = int(at[0])  # the ranks before the first new text stay
+            self.rank[self.ids[lo:]] = np.arange(lo, self.ids.size)
             r = self.rank[ids]
         return r
+
+
+def _insert_sorted(a: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """np.insert(a, at, vals) for non-decreasing `at`: a few new values are joined to the
+    slices between them (np.insert's general path costs 0.3 ms on 2·10⁵ elements)."""
+    if at.size > 64:
+        return np.insert(a, at, vals)
+    cuts = at.tolist()
+    parts = []
+    prev = 0
+    for j, c in enumerate(cuts):
+        parts.append(a[prev:c])
+        parts.append(vals[j:j + 1])
+        prev = c
+    parts.append(a[prev:])
+    return np.concatenate(parts)
 
 
 RANK_WIDTH = 32  # the longest UTF-8 text (bytes) _TextRank keeps in its fixed-width array
@@ -1318,7 +1346,9 @@ class ArraysBackend(InProcessFrames):
                 kind = INT
             if kind in (INT, BOOL, FLOAT):
                 m = s.is_null().to_numpy() if s.null_count() else None
-                v = s.fill_null(0 if kind != BOOL else False).to_numpy().astype(_DT[kind])
+                if m is not None:  # fill_null costs ~0.2 ms even with no null to fill
+                    s = s.fill_null(0 if kind != BOOL else False)
+                v = s.to_numpy().astype(_DT[kind])  # a copy: Polars' view is read-only
                 cols[name] = Col(v, m, kind)
             elif kind == OBJ and kernels.COMPILED:
                 cols[name] = _intern_series(s)
@@ -1624,6 +1654,15 @@ class ArraysBackend(InProcessFrames):
     agg_any, agg_list, agg_distinct = _agg("any"), _agg("list"), _agg("distinct")
     agg_sum, agg_max, agg_min = _agg("sum"), _agg("max"), _agg("min")
     del _agg
+
+    def mark_matches(self, left, right, left_on: list, right_on: list, name: str):
+        """left with a boolean column `name`: whether some row of right has its key (a
+        left join on a right side of unique keys, marked, without gathering any column)."""
+        lcols = [left.cols[x] if isinstance(x, str) else self._eval(left, x) for x in left_on]
+        hit = _member_mask(lcols, [right.cols[x] for x in right_on], False)
+        cols = dict(left.cols)
+        cols[name] = Col(hit, None, BOOL)
+        return Frame(cols, left.n)
 
     def member_rows(self, left, right, keys: list) -> np.ndarray:
         """Whether each row of left equals some row of right on the key columns (nulls

@@ -529,6 +529,7 @@ class ColumnarEngine:
         cache = {} if cache is None else cache
         cols = B.columns(df)
         ev = B.col("ev")
+        mark = getattr(B, "mark_matches", None)
         for j in tp.pos:
             lp = tp.lits[j]
             if j == skip or not ground_under(lp, P):
@@ -543,11 +544,15 @@ class ColumnarEngine:
                 continue
             if B.cheap_checks and B.is_empty(R):
                 continue  # no fact with the literal's constants: nothing to mark
-            df = B.join(df, R, lkeys, names, how="left")
+            if mark is not None:  # R's keys are unique (facts): a mark, no gather
+                df = mark(df, R, lkeys, names, f"_m{j}")
+                hit = B.col(f"_m{j}")
+            else:
+                df = B.join(df, R, lkeys, names, how="left")
+                hit = B.not_null(B.col(f"_m{j}"))
             # one OR per literal: `when(m, ev | bit, ev)` nested would repeat ev in both
             # branches, an expression (and Spark SQL text) of 2^m nodes — 8 ms a select at m = 8
-            ev = B.bit_or(ev, B.when(B.not_null(B.col(f"_m{j}")), B.lit(1 << j, INT),
-                                     B.lit(0, INT)))
+            ev = B.bit_or(ev, B.when(hit, B.lit(1 << j, INT), B.lit(0, INT)))
         return B.select(df, [B.alias(ev, "ev") if c == "ev" else B.col(c) for c in cols])
 
     def _local_mgus(self, k: int, df, P: Pattern, skip: Optional[int], lookup: dict,
