@@ -1117,7 +1117,7 @@ class ColumnarEngine:
             # the instances a definite answer proves are refuted, X ∉ def values
             # (an answer whose X ∉ … holds them all already is unchanged: it keeps its
             # birth tick, as the row engine keeps the answer itself — exact.py reads it)
-            ng1 = B.list_norm(B.list_concat(B.col("ng"), B.list_prefix(B.col("_dv"), pref)))
+            ng1 = self._union_prefixed(B.col("ng"), B.col("_dv"), pref)
             born = B.when(B.list_len(ng1) == B.list_len(B.col("ng")), B.col("born"),
                           B.lit(tau, INT))
             pieces.append(B.select(stay, [B.alias(ng1, "ng") if c == "ng" else
@@ -1129,8 +1129,7 @@ class ColumnarEngine:
             # _dv ⊆ _av, so ng ∪ X:_av is _ng1 ∪ X:_av without sorting _ng1's values twice
             # (the schematic answer of a 10⁶-fact tick has 6 · 10⁵ of them)
             pieces.append(B.select(go, [
-                B.alias(B.list_norm(B.list_concat(B.col("ng"),
-                                                  B.list_prefix(B.col("_av"), pref))), "ng")
+                B.alias(self._union_prefixed(B.col("ng"), B.col("_av"), pref), "ng")
                 if c == "ng" else
                 (B.alias(B.bit_or(B.col("ev"), B.lit(bit, INT)), "ev") if c == "ev" else
                  (B.alias(B.lit(tau, INT), "born") if c == "born" else B.col(c)))
@@ -1166,6 +1165,14 @@ class ColumnarEngine:
         if pieces:
             out.append((P, B.concat(pieces)))
         return kept, out
+
+    def _union_prefixed(self, ng, vals, prefix: str):
+        """ng ∪ {prefix + v : v ∈ vals}, normalised (step 3(b)-(c)'s new nogoods X:c)."""
+        B = self.B
+        fused = getattr(B, "list_union_prefixed", None)
+        if fused is not None:
+            return fused(ng, vals, prefix)
+        return B.list_norm(B.list_concat(ng, B.list_prefix(vals, prefix)))
 
     def _any_flag(self, C) -> bool:
         B = self.B
