@@ -1117,7 +1117,9 @@ class ColumnarEngine:
             # the instances a definite answer proves are refuted, X ∉ def values
             # (an answer whose X ∉ … holds them all already is unchanged: it keeps its
             # birth tick, as the row engine keeps the answer itself — exact.py reads it)
-            ng1 = self._union_prefixed(B.col("ng"), B.col("_dv"), pref)
+            stay = B.with_columns(stay, {"_ng1": self._union_prefixed(B.col("ng"),
+                                                                        B.col("_dv"), pref)})
+            ng1 = B.col("_ng1")  # (a column: the expression is not evaluated twice)
             born = B.when(B.list_len(ng1) == B.list_len(B.col("ng")), B.col("born"),
                           B.lit(tau, INT))
             pieces.append(B.select(stay, [B.alias(ng1, "ng") if c == "ng" else
