@@ -999,8 +999,14 @@ class ArraysBackend(InProcessFrames):
             if b.k == NULL:
                 bv = np.zeros(c.size, _DT[k])
             v = np.where(c, av, bv)
-            m = np.where(c, a.nulls(), b.nulls()) if (a.m is not None or b.m is not None) \
-                else None
+            if a.k == NULL:  # (a deadline: null where the literal is evidence)
+                m = c if b.m is None else c | b.m
+            elif b.k == NULL:
+                m = ~c if a.m is None else ~c | a.m
+            elif a.m is not None or b.m is not None:
+                m = np.where(c, a.nulls(), b.nulls())
+            else:
+                m = None
             return Col(v, _norm_mask(m), k)
         return Ex(f, then.name)
 
@@ -1056,18 +1062,17 @@ class ArraysBackend(InProcessFrames):
 
     def coalesce(self, exprs: list):
         def f(fr):
-            cs = [x(fr) for x in exprs]
-            k = next((c.k for c in cs if c.k != NULL), NULL)
-            n = fr.n
-            v = np.zeros(n, _DT[k])
-            m = np.ones(n, bool)
-            for c in cs:
-                if c.k == NULL:
-                    continue
-                take = m & ~c.nulls()
-                v = np.where(take, c.v, v)
-                m &= ~take
-            return Col(v, _norm_mask(m), k)
+            cs = [c for c in (x(fr) for x in exprs) if c.k != NULL]
+            if not cs:
+                return Col(np.zeros(fr.n, np.int64), np.ones(fr.n, bool), NULL)
+            v, m = cs[0].v, cs[0].m
+            for c in cs[1:]:  # m: still null
+                if m is None:
+                    break
+                v = np.where(m, c.v, v)
+                m = None if c.m is None else m & c.m
+            m = _norm_mask(m)
+            return Col(v if m is None else np.where(m, np.zeros(1, v.dtype), v), m, cs[0].k)
         return Ex(f, exprs[0].name)
 
     def any_of(self, exprs: list):
