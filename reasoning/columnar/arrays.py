@@ -714,7 +714,6 @@ class _PrefixOp:
             got = self.table[safe]
         return np.where(ids >= 0, got, 0 if self.op == "starts" else -1)
 
-
     def _tell(self, op: str, ids: list, res) -> None:
         """Record op's results res on ids in op's memo for the same prefix."""
         memo = _by_prefix(op, self.prefix)

@@ -521,7 +521,8 @@ class ColumnarEngine:
     def _present_all(self, df, k: int, P: Pattern, present: dict, skip: Optional[int] = None,
                      cache: Optional[dict] = None):
         """E' = Hσ ∩ (D|τ ∪ W): set the bit of every positive literal that is ground under P
-        and present (one left join per literal, one projection for all)."""
+        and present (one left join per literal — on the arrays backend a membership mark —,
+        one projection for all)."""
         B = self.B
         tp = self.templates[k]
         if B.is_empty(df):
