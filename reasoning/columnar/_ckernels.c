@@ -131,7 +131,7 @@ static int keys_parse(PyObject *obj, PyObject *ok, Keys *t)
 /* scratch memory reused across calls (the GIL is held throughout): a fresh malloc of a
  * large block may be a fresh mmap, whose first touch page-faults */
 #define N_SCRATCH 6
-#define SCRATCH_KEEP ((size_t)64 << 20)  /* larger blocks are returned after the call */
+#define SCRATCH_KEEP ((size_t)16 << 20)  /* larger blocks are returned after the call */
 static void *scratch_mem[N_SCRATCH];
 static size_t scratch_size[N_SCRATCH];
 
