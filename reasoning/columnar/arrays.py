@@ -117,15 +117,26 @@ class Symbols:
         return x
 
     def encode_new(self, xs: list) -> list:
-        """The ids of values xs (plain keys, no None), new ones appended in one go while no
-        freed id waits for reuse (a tick's new strings: ~3× cheaper than one by one)."""
+        """The ids of values xs (plain keys, no None), the new ones entered in one go — freed
+        ids first, in the order `id` takes them, then appended (a tick's new strings: ~3×
+        cheaper than one by one)."""
         get = self.ids.get
         out = [get(x) for x in xs]
         if None not in out:
             return out
-        if not self.plain or self.free:
+        if not self.plain:
             return [i if i is not None else self.id(x) for i, x in zip(out, xs)]
         new = list(dict.fromkeys(x for i, x in zip(out, xs) if i is None))
+        nf = min(len(self.free), len(new))
+        if nf:
+            reuse = self.free[-nf:][::-1]  # free.pop() order
+            del self.free[-nf:]
+            vals = self.vals
+            for i, x in zip(reuse, new):
+                vals[i] = x
+            self.reused.extend(reuse)
+            self.ids.update(zip(new, reuse))
+            new = new[nf:]
         n0 = len(self.vals)
         self.vals.extend(new)
         self.ids.update(zip(new, range(n0, n0 + len(new))))
