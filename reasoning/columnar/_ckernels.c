@@ -130,7 +130,7 @@ static int keys_parse(PyObject *obj, PyObject *ok, Keys *t)
 
 /* scratch memory reused across calls (the GIL is held throughout): a fresh malloc of a
  * large block may be a fresh mmap, whose first touch page-faults */
-#define N_SCRATCH 6
+#define N_SCRATCH 5  /* 0 first, 1 nxt, 2 and 3 the row hashes, 4 the table */
 #define SCRATCH_KEEP ((size_t)16 << 20)  /* larger blocks are returned after the call */
 static void *scratch_mem[N_SCRATCH];
 static size_t scratch_size[N_SCRATCH];
@@ -315,20 +315,17 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
     if (sides_match(L, okl, R, okr, bits, &s) < 0)
         goto done;
     const int64_t *first = s.first, *nxt = s.nxt;
+    /* R's chains: followed only when R repeats a key (else each has one row) */
+#define NEXT(j) (s.dup ? nxt[j] : -1)
     int64_t m = 0, n = s.L.n;
-    if (!s.dup) {  /* each key once in R: a row of L has at most one match */
-        for (int64_t i = 0; i < n; i++)
-            m += first[i] != -1 || left_outer;
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            int64_t j = first[i];
-            if (j == -1) {
-                m += left_outer;
-                continue;
-            }
-            for (; j != -1; j = nxt[j])
-                m++;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = first[i];
+        if (j == -1) {
+            m += left_outer;
+            continue;
         }
+        for (; j != -1; j = NEXT(j))
+            m++;
     }
     li = new_i64(m);
     ri = li ? new_i64(m) : NULL;
@@ -336,30 +333,21 @@ static PyObject *join_rows(PyObject *self, PyObject *args)
         goto done;
     int64_t *pl = PyArray_DATA(li), *pr = PyArray_DATA(ri);
     m = 0;
-    if (!s.dup) {
-        for (int64_t i = 0; i < n; i++) {
-            int64_t j = first[i];
-            if (j != -1 || left_outer) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = first[i];
+        if (j == -1) {
+            if (left_outer) {
                 pl[m] = i;
-                pr[m++] = j;
+                pr[m++] = -1;
             }
+            continue;
         }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            int64_t j = first[i];
-            if (j == -1) {
-                if (left_outer) {
-                    pl[m] = i;
-                    pr[m++] = -1;
-                }
-                continue;
-            }
-            for (; j != -1; j = nxt[j]) {
-                pl[m] = i;
-                pr[m++] = j;
-            }
+        for (; j != -1; j = NEXT(j)) {
+            pl[m] = i;
+            pr[m++] = j;
         }
     }
+#undef NEXT
     res = PyTuple_Pack(2, (PyObject *)li, (PyObject *)ri);
 done:
     Py_XDECREF(li);
