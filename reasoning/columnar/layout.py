@@ -22,9 +22,7 @@ A fact table has columns a0 … a{k-1} (object arguments) and t; the window adds
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
-import operator
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -119,9 +117,7 @@ def split_nogood_list(items: Optional[Iterable[str]]) -> tuple[dict, list]:
     per nogood: an answer may exclude 10⁴–10⁶ constants)."""
     by_var: dict[int, list] = {}
     combos = []
-    items = list(dict.fromkeys(items or ()))
-    if not all(map(operator.lt, items, itertools.islice(items, 1, None))):
-        items.sort()  # every `ng` list is sorted already: this is a linear check
+    items = sorted(dict.fromkeys(items or ()))  # (an `ng` list is sorted: one linear run)
     i, n = 0, len(items)
     while i < n:
         s = items[i]
