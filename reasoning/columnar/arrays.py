@@ -116,45 +116,36 @@ class Symbols:
     def _key(x):
         return x
 
-    def encode_new(self, xs: list) -> list:
-        """The ids of values xs (plain keys, no None), the new ones entered in one go — freed
-        ids first, in the order `id` takes them, then appended (a tick's new strings: ~3×
-        cheaper than one by one)."""
-        get = self.ids.get
-        out = [get(x) for x in xs]
-        if None not in out:
-            return out
-        if not self.plain:
-            return [i if i is not None else self.id(x) for i, x in zip(out, xs)]
-        new = list(dict.fromkeys(x for i, x in zip(out, xs) if i is None))
-        nf = min(len(self.free), len(new))
-        if nf:
-            reuse = self.free[-nf:][::-1]  # free.pop() order
-            del self.free[-nf:]
-            vals = self.vals
-            for i, x in zip(reuse, new):
-                vals[i] = x
-            self.reused.extend(reuse)
-            self.ids.update(zip(new, reuse))
-            new = new[nf:]
-        n0 = len(self.vals)
-        self.vals.extend(new)
-        self.ids.update(zip(new, range(n0, n0 + len(new))))
-        return [get(x) for x in xs]
-
     def encode(self, xs: Iterable) -> np.ndarray:
+        """The ids of values xs (None: -1), entering the new ones.  On a table of plain keys
+        they are entered in one go — freed ids first, in the order `id` takes them, then
+        appended (a tick's new strings: ~3× cheaper than one by one)."""
         get = self.ids.get
-        plain = self.plain
-        out = []
-        app = out.append
-        for x in xs:
-            if x is None:
-                app(-1)
-                continue
-            i = get(x) if plain or (type(x) is tuple and len(x) < LONG_LIST) else None
-            if i is None:
-                i = self.id(x)
-            app(i)
+        if not self.plain:  # (lists: a long one's key is its bytes, see ListTable)
+            out = []
+            for x in xs:
+                i = -1 if x is None else (
+                    get(x) if type(x) is tuple and len(x) < LONG_LIST else None)
+                out.append(self.id(x) if i is None else i)
+            return np.array(out, dtype=np.int64)
+        xs = xs if isinstance(xs, list) else list(xs)
+        out = [-1 if x is None else get(x) for x in xs]
+        if None in out:
+            new = list(dict.fromkeys(x for i, x in zip(out, xs) if i is None))
+            nf = min(len(self.free), len(new))
+            if nf:
+                reuse = self.free[-nf:][::-1]  # free.pop() order
+                del self.free[-nf:]
+                vals = self.vals
+                for i, x in zip(reuse, new):
+                    vals[i] = x
+                self.reused.extend(reuse)
+                self.ids.update(zip(new, reuse))
+                new = new[nf:]
+            n0 = len(self.vals)
+            self.vals.extend(new)
+            self.ids.update(zip(new, range(n0, n0 + len(new))))
+            out = [get(x) if i is None else i for i, x in zip(out, xs)]
         return np.array(out, dtype=np.int64)
 
     def decode(self, ids: np.ndarray) -> list:
@@ -605,7 +596,7 @@ def _intern_series(s) -> Col:
     miss = ids < 0 if m is None else (ids < 0) & ~m
     if miss.any():
         pos = np.flatnonzero(miss)
-        new = np.array(_SYM.encode_new(s.gather(pos).to_list()), np.int64)
+        new = _SYM.encode(s.gather(pos).to_list())
         ids[pos] = new
         _BY_HASH.insert(k1[pos], k2[pos], new)
     if m is not None:
@@ -710,7 +701,7 @@ class _PrefixOp:
             if op == "starts":
                 res = [int(vals[i].startswith(prefix)) for i in new]
             elif op == "add":
-                res = _SYM.encode_new([prefix + vals[i] for i in new])
+                res = _SYM.encode([prefix + vals[i] for i in new])
                 # what `strip` and `starts` give on the strings made (the schematic
                 # answers' nogoods X:c strip them again a tick later)
                 self._tell("strip", res, new)
@@ -718,7 +709,7 @@ class _PrefixOp:
             else:
                 res = [-1] * len(new)
                 hit = [j for j, i in enumerate(new) if vals[i].startswith(prefix)]
-                for j, x in zip(hit, _SYM.encode_new([vals[new[j]][k:] for j in hit])):
+                for j, x in zip(hit, _SYM.encode([vals[new[j]][k:] for j in hit]).tolist()):
                     res[j] = x
             self.table = _cover_strings(self.table, _UNKNOWN)  # `add`/`strip` made strings
             self.table[new] = res
