@@ -208,7 +208,9 @@ def _expand_by_hand(head: str, items, aux: dict) -> list[str]:
             if not neg:
                 options.append([case(s) for s in range(lo, hi + 1)])
             else:
-                name = f"NS{len(aux)}"
+                # (numbered by the operators named so far: len(aux) also counted the
+                # transient "_rules" entry, so a later rule could reuse a name)
+                name = f"NS{sum(key != '_rules' for key in aux)}"
                 aux[name] = (p, lo, hi, q)
                 options.append([[f"not {name}(X, {_t(k)})"]])
                 aux.setdefault("_rules", []).extend(
