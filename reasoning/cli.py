@@ -52,6 +52,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
                err: TextIO) -> int:
     sess = Session(cp, engine=args.engine, forget=not args.no_forget,
                    backend=default_backend(args.backend) if args.backend else None)
+    feed.prepare = sess.prepare_slice  # the reading thread converts slices ahead
     tool = sess.row if sess.row is not None else sess.col.tool
     main_q = str(cp.main.atom)
     prev_hyp: dict = {}

@@ -169,7 +169,22 @@ class Session:
         """step() on a stream.Slice: the columnar executor takes its frames as they were
         read, the row engine its Fact objects."""
         self._auto(len(sl))
-        return self.step(sl.frames() if self.col is not None else sl.facts(), tau)
+        if self.col is None:
+            return self.step(sl.facts(), tau)
+        ready = sl.ready
+        if ready is not None and ready[0] == self.col.B.name:
+            return self.step(ready[1], tau)
+        return self.step(sl.frames(), tau)
+
+    def prepare_slice(self, sl) -> None:
+        """On the thread that reads the stream ahead (stream.Prefetched): the columnar
+        executor's input conversion that touches no state of the tick — the slice's frames,
+        their numbers as arrays, their strings' hash signatures — so the tick only looks
+        them up (~8 % of a turbine tick at 10⁴ devices).  Nothing for the row engine."""
+        col = self.col
+        prep = getattr(col.B, "prepare_input", None) if col is not None else None
+        if prep is not None and len(sl):
+            sl.ready = (col.B.name, prep(sl.frames()))
 
     def _auto(self, n: int) -> None:
         """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥

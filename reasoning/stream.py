@@ -10,7 +10,7 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from .compiler import CompiledProgram
 from .declared import IGNORED, declared_unused, did_you_mean
@@ -265,12 +265,18 @@ class Slice:
         self.chunks: list = []
         self.n = 0
         self._entries: Optional[list] = None
+        self._frames: Optional[dict] = None
+        # (backend name, its input frames): the columnar executor's conversion of frames()
+        # done ahead by the reading thread (Session.prepare_slice), or None
+        self.ready: Optional[tuple] = None
 
     def add_frame(self, df) -> None:
         self.chunks.append(df)
         self.n += df.height
+        self._entries = self._frames = self.ready = None
 
     def add_entry(self, f: Fact, no: int) -> None:
+        self._entries = self._frames = self.ready = None
         if not self.chunks or not isinstance(self.chunks[-1], list):
             self.chunks.append([])
         self.chunks[-1].append((f, no))
@@ -297,7 +303,13 @@ class Slice:
         return [f for f, _ in self.entries()]
 
     def frames(self) -> dict:
-        """{pred: frame (a0.., t)}: the columnar executor's D|τ, built without Fact objects."""
+        """{pred: frame (a0.., t)}: the columnar executor's D|τ, built without Fact objects
+        (once: a reading thread may have built them ahead)."""
+        if self._frames is None:
+            self._frames = self._build_frames()
+        return self._frames
+
+    def _build_frames(self) -> dict:
         import polars as pl
 
         from .columnar.layout import acol, facts_by_pred
@@ -426,6 +438,9 @@ class StreamReader:
                  max_gap: Optional[int] = None):
         self.max_gap = max_gap
         self._live = lines if isinstance(lines, LiveLines) else None
+        # a file: read in chunks, split in C (BoundedBlocks); other sources line by line
+        self._blocks = BoundedBlocks(lines) if hasattr(lines, "read") and hasattr(
+            lines, "readline") and self._live is None else None
         self.lines = bounded_lines(lines) if hasattr(lines, "readline") else iter(lines)
         self.cp = cp
         self.source = source
@@ -456,6 +471,11 @@ class StreamReader:
         (waiting for one at least), so a slice is answered as soon as it is complete."""
         if self._live is not None:
             return self._live.available(BLOCK_LINES)
+        if self._blocks is not None:
+            block = self._blocks.take(BLOCK_LINES, BLOCK_CHARS)
+            if not block:
+                self._eof = True
+            return block
         block: list[str] = []
         size = 0
         for raw in self.lines:
@@ -605,6 +625,76 @@ class _GzipLines:
                 yield line
         except (OSError, EOFError, zlib.error) as e:
             raise DamagedArchive(f"{self.path}: damaged gzip data after line {no}: {e}") from None
+
+
+class BoundedBlocks:
+    """bounded_lines a block at a time: the file is read in chunks of `chunk` characters and
+    split into lines in C — one Python step per line (readline, the block loop) cost ~2 µs,
+    0.2 s of a 10⁵-line stream, all of it holding the interpreter lock that the prefetching
+    thread shares with the engine.  The same lines, each with its newline: one longer than
+    MAX_LINE + 1 characters (newline included) keeps its first MAX_LINE + 1, and the rest of
+    it is skipped as it is read (memory stays one chunk and one line)."""
+
+    def __init__(self, fh, chunk: int = 1 << 20):
+        self._read = fh.read
+        self.chunk = chunk
+        self._lines: list[str] = []
+        self._pos = 0
+        self._carry = ""  # the start of a line whose newline is not read yet
+        self._skipping = False  # inside a line already cut at MAX_LINE + 1 characters
+        self.eof = False
+
+    def _fill(self, want: int) -> None:
+        """Read until `want` complete lines are buffered or the file has ended."""
+        cap = MAX_LINE + 1
+        while len(self._lines) - self._pos < want and not self.eof:
+            text = self._read(self.chunk)
+            if not text:
+                self.eof = True
+                if self._carry:  # a last line without newline
+                    self._lines.append(self._carry)
+                    self._carry = ""
+                return
+            if self._skipping:
+                nl = text.find("\n")
+                if nl < 0:
+                    continue
+                text = text[nl + 1:]
+                self._skipping = False
+            parts = text.split("\n")
+            parts[0] = self._carry + parts[0]
+            carry = parts.pop()
+            if parts:
+                if max(map(len, parts)) >= cap:  # readline(cap) gives a long line's start
+                    got = [p[:cap] if len(p) >= cap else p + "\n" for p in parts]
+                else:
+                    got = [p + "\n" for p in parts]
+                if self._pos:
+                    del self._lines[:self._pos]
+                    self._pos = 0
+                self._lines.extend(got)
+            if len(carry) > cap:  # a line past the bound before its newline: cut it here
+                self._lines.append(carry[:cap])
+                carry = ""
+                self._skipping = True
+            self._carry = carry
+
+    def take(self, max_lines: int, max_chars: int) -> list[str]:
+        """The next `max_lines` lines, fewer if they exceed `max_chars` characters together
+        (at least one), fewer at the end of the file; [] once it has ended."""
+        self._fill(max_lines)
+        start = self._pos
+        end = min(start + max_lines, len(self._lines))
+        block = self._lines[start:end]
+        if len(block) > 1 and sum(map(len, block)) >= max_chars:
+            size = 0
+            for i, line in enumerate(block):
+                size += len(line)
+                if size >= max_chars:
+                    block = block[:i + 1]
+                    break
+        self._pos = start + len(block)
+        return block
 
 
 def bounded_lines(fh) -> Iterator[str]:
@@ -802,6 +892,9 @@ class Prefetched:
         import threading
 
         self.reader = reader
+        # called on each slice by the reading thread before it is handed out (work done
+        # ahead of the tick, Session.prepare_slice); set once the consumer exists
+        self.prepare: Optional[Callable[[Slice], None]] = None
         self._rej: list = []
         self._done = False
         self._direct = None if threaded else reader.column_slices()
@@ -835,6 +928,9 @@ class Prefetched:
         r = self.reader
         try:
             for sl in r.column_slices():
+                prepare = self.prepare
+                if prepare is not None and isinstance(sl, Slice):
+                    prepare(sl)
                 if not self._put((sl, r.take_rejected(), None)):
                     return
             self._put((None, r.take_rejected(), None))

@@ -299,3 +299,33 @@ def test_a_huge_line_in_a_file_is_rejected_without_holding_it(tmp_path):
             0: ["Hot(wt1, 0)"], 1: ["Hot(wt1, 1)"]}
         assert [(r.line, "longer than" in r.reason) for r in st.rejected] == [(2, True),
                                                                               (4, True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from("ab\n")), max_size=40),
+       st.integers(1, 9), st.integers(1, 7), st.integers(1, 60))
+def test_bounded_blocks_give_bounded_lines_lines(runs, chunk, per_block, chars):
+    """The chunked reader (BoundedBlocks) gives the lines bounded_lines gives, in order, with
+    the same cuts of long lines, whatever the chunk and block sizes (MAX_LINE shrunk to 8 so
+    that the cuts fall across chunk boundaries)."""
+    import io
+
+    from reasoning import stream
+
+    text = "".join(c * n for n, c in runs)
+    old = stream.MAX_LINE
+    stream.MAX_LINE = 8
+    try:
+        want = list(stream.bounded_lines(io.StringIO(text)))
+        bb = stream.BoundedBlocks(io.StringIO(text), chunk=chunk)
+        got: list = []
+        while True:
+            block = bb.take(per_block, chars)
+            if not block:
+                break
+            assert len(block) <= per_block
+            assert len(block) == 1 or sum(map(len, block[:-1])) < chars
+            got.extend(block)
+    finally:
+        stream.MAX_LINE = old
+    assert got == want

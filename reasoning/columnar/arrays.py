@@ -580,19 +580,65 @@ def _map_lists(c: Col, fn, kind: str) -> Col:
 _BY_HASH = None  # kernels.HashIndex over _SYM (built on first use; cleared by a sweep)
 
 
-def _intern_series(s) -> Col:
-    """A Polars string column as string ids: hashed in Polars, looked up in the compiled
-    index; only strings it has not seen go through Python."""
+class Prepared:
+    """A Polars frame with some of its columns converted ahead (prepare_input): a Col, or
+    a string column's _signature."""
+
+    __slots__ = ("df", "cols")
+
+    def __init__(self, df, cols: dict):
+        self.df = df
+        self.cols = cols
+
+
+def _convert(s, ahead: bool):
+    """A Polars column as a Col, or a string column as its _signature for _intern_series;
+    ahead: only what touches no interned state (else None: adopt converts it)."""
+    import polars as pl
+
+    dt = s.dtype
+    if dt == pl.String:
+        kind = OBJ
+    elif dt == pl.Boolean:
+        kind = BOOL
+    elif dt.is_float():
+        kind = FLOAT
+    elif isinstance(dt, pl.List):
+        kind = INTLIST if dt.inner.is_integer() else STRLIST
+    else:
+        kind = INT
+    if kind in (INT, BOOL, FLOAT):
+        m = s.is_null().to_numpy() if s.null_count() else None
+        if m is not None:  # fill_null costs ~0.2 ms even with no null to fill
+            s = s.fill_null(0 if kind != BOOL else False)
+        v = s.to_numpy().astype(_DT[kind])  # a copy: Polars' view is read-only
+        return Col(v, m, kind)
+    if kind == OBJ and kernels.COMPILED:
+        return _signature(s) if s.len() else None
+    return None if ahead else _encode(s.to_list(), kind)
+
+
+def _signature(s) -> tuple:
+    """A Polars string column's 128-bit hash signatures (two 64-bit halves) and null mask:
+    what _intern_series looks up (pure: a reading thread computes it ahead)."""
+    k1 = s.hash(0x5EED1).to_numpy().view(np.int64).copy()  # writable: one signature
+    k2 = s.hash(0x5EED2).to_numpy().view(np.int64).copy()
+    m = s.is_null().to_numpy() if s.null_count() else None
+    return k1, k2, m
+
+
+def _intern_series(s, sig: Optional[tuple] = None) -> Col:
+    """A Polars string column as string ids: hashed in Polars (or `sig`, its _signature
+    computed ahead), looked up in the compiled index; only strings it has not seen go
+    through Python."""
     global _BY_HASH
     if _BY_HASH is None:
         _BY_HASH = kernels.HashIndex()
     n = s.len()
     if n == 0:
         return Col(np.zeros(0, np.int64), None, OBJ)
-    k1 = s.hash(0x5EED1).to_numpy().view(np.int64).copy()  # writable: one signature
-    k2 = s.hash(0x5EED2).to_numpy().view(np.int64).copy()
+    k1, k2, m = _signature(s) if sig is None else sig
     ids = _BY_HASH.lookup(k1, k2)
-    m = s.is_null().to_numpy() if s.null_count() else None
     miss = ids < 0 if m is None else (ids < 0) & ~m
     if miss.any():
         pos = np.flatnonzero(miss)
@@ -1398,35 +1444,27 @@ class ArraysBackend(InProcessFrames):
 
     def adopt(self, df):
         """A frame of this backend from a Polars frame (a slice as the stream reader read
-        it); a Frame passes through."""
+        it) or from its Prepared form; a Frame passes through."""
         if isinstance(df, Frame):
             return df
-        import polars as pl
-
+        ahead = None
+        if isinstance(df, Prepared):
+            df, ahead = df.df, df.cols
         cols = {}
         for name, s in zip(df.columns, df.get_columns()):
-            dt = s.dtype
-            if dt == pl.String:
-                kind = OBJ
-            elif dt == pl.Boolean:
-                kind = BOOL
-            elif dt.is_float():
-                kind = FLOAT
-            elif isinstance(dt, pl.List):
-                kind = INTLIST if dt.inner.is_integer() else STRLIST
-            else:
-                kind = INT
-            if kind in (INT, BOOL, FLOAT):
-                m = s.is_null().to_numpy() if s.null_count() else None
-                if m is not None:  # fill_null costs ~0.2 ms even with no null to fill
-                    s = s.fill_null(0 if kind != BOOL else False)
-                v = s.to_numpy().astype(_DT[kind])  # a copy: Polars' view is read-only
-                cols[name] = Col(v, m, kind)
-            elif kind == OBJ and kernels.COMPILED:
-                cols[name] = _intern_series(s)
-            else:
-                cols[name] = _encode(s.to_list(), kind)
+            got = ahead.get(name) if ahead is not None else None
+            if got is None:
+                got = _convert(s, False)
+            cols[name] = got if isinstance(got, Col) else _intern_series(s, got)
         return Frame(cols, df.height)
+
+    def prepare_input(self, frames: dict) -> dict:
+        """{pred: Prepared}: the part of adopt() that touches no interned state (numbers as
+        arrays, strings' hash signatures), done by the thread that reads the stream ahead of
+        the tick (stream.Prefetched, Session.prepare_slice)."""
+        return {p: Prepared(df, {name: got for name, s in zip(df.columns, df.get_columns())
+                                 if (got := _convert(s, True)) is not None})
+                for p, df in frames.items()}
 
     def to_polars(self, fr: Frame):
         """The frame as Polars: strings gathered from a Polars copy of the string table,
