@@ -268,6 +268,70 @@ def test_random_programs_same_run_on_both_backends(sweep_always, case, forget):
         assert ra.state_size == rb.state_size, tau
 
 
+_FORMATTED = [0]
+
+
+@settings(max_examples=budget(60, "columnar"), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(cases(negation=True, multi_time=True), st.booleans(), st.sampled_from([0, 10 ** 9]))
+def test_the_compiled_row_formatter_prints_the_plans_lines(monkeypatch, case, forget, most):
+    """Every new row that the object builder would take (a tick's few) goes to the compiled
+    row formatter (rowformat.py) instead, or — `most` 0 — only those of one- and
+    two-literal templates: the lines are the Polars backend's string plan's, byte for
+    byte, whatever the program (literals with constants and unbound variables, offsets,
+    every evidence mask, deadlines)."""
+    from reasoning.columnar import render
+
+    monkeypatch.setattr(render, "PYTHON_NEW_ROWS", 0)
+    monkeypatch.setattr(render, "FORMAT_MAX_ROWS", most)
+    cp = compile_program(case.text, "<gen>")
+    a = Session(cp, engine="columnar", forget=forget, backend=PolarsBackend())
+    b = Session(cp, engine="columnar", forget=forget, backend=ArraysBackend())
+    for tau in range(_until(cp, case) + 1):
+        fs = case.stream.get(tau, [])
+        a.step(fs, tau)
+        b.step(fs, tau)
+        for aq in (False, True):
+            for pend in (False, True):
+                assert a.lines(aq, pend) == b.lines(aq, pend), (tau, aq, pend)
+    _FORMATTED[0] += b.renderer.stats["formatted"]
+
+
+def test_the_row_formatter_ran():
+    """(The property test above rendered rows through the formatter at all.)"""
+    if _FORMATTED[0] == 0:
+        pytest.skip("run with the property test above")
+    assert _FORMATTED[0] > 0
+
+
+def test_row_formatter_on_escapes_and_many_literals(monkeypatch):
+    """Values that need JSON escapes (a quote, a backslash, a control character) go to the
+    string plan; a five-literal template takes the formatter's general branch."""
+    from reasoning.columnar import render
+
+    monkeypatch.setattr(render, "PYTHON_NEW_ROWS", 0)
+    text = ("#query Q(X, T).\n"
+            "Q(X, T) :- A(X, T), B(X, T+1), C(X, T+2), not D(X, T+1), E(X, c, T).\n")
+    cp = compile_program(text, "<t>")
+    from reasoning.patterns import Fact as F
+
+    odd = ['q"x', "t\tb", "back\\slash"]
+    stream = {0: [F("A", (x,), 0) for x in ["a", "b", *odd]]
+              + [F("E", (x, "c"), 0) for x in ["a", *odd]],
+              1: [F("B", (x,), 1) for x in ["a", "b", odd[1]]] + [F("D", ("b",), 1)],
+              2: [F("C", (x,), 2) for x in ["a", odd[0]]]}
+    a = Session(cp, engine="columnar", backend=PolarsBackend())
+    b = Session(cp, engine="columnar", backend=ArraysBackend())
+    for tau in range(5):
+        fs = stream.get(tau, [])
+        a.step(fs, tau)
+        b.step(fs, tau)
+        for pend in (False, True):
+            assert a.lines(True, pend) == b.lines(True, pend), tau
+    assert b.renderer.stats["formatted"] > 0
+
+
 def test_interned_tables_stay_bounded_over_a_long_run(monkeypatch):
     """Each tick brings new constants; the sweep frees those no frame holds any more and
     reuses their ids, so the tables do not grow with the stream (bounded state, 002 §6) —

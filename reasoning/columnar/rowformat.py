@@ -1,0 +1,182 @@
+"""The `hypo run` lines of plain rows built by a Python function compiled once per template
+and binding pattern (render.py's string plan, specialised): a row without nogoods, whose
+every bound object value is a bare name or number (its JSON text is itself between quotes)
+and whose template prints no time constraint.  ~1.4 µs a row, against ~3 µs for the plan's
+Polars operations on a tick's ~10³ new rows (their fixed cost dominates at that height).
+
+The function returns the rows' bodies as render.Renderer._untick leaves them — the sort key
+without its `, "tick": τ}` suffix, the line without its `{"tick": τ, ` prefix — so they are
+cached across ticks as they are; explain.py's objects are the reference (same bytes, tested
+against the row engine's output)."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable
+
+from ..explain import DEFINITE, HYPOTHETICAL, PENDING
+from ..metric import aux_template
+from ..syntax import Const, Time
+
+_BARE_LINES = re.compile(r"(?:(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)\n)*")
+
+
+def all_bare(values: list) -> bool:
+    """Every value a bare name or number (render.BARE), checked in one regex pass."""
+    return not values or _BARE_LINES.fullmatch("\n".join(values) + "\n") is not None
+
+
+def _json_list(texts: list) -> str:
+    """A JSON list of texts that need no escape."""
+    return '["' + '", "'.join(texts) + '"]' if texts else "[]"
+
+
+def compile_row_formatter(tp, P: frozenset, query_text: str) -> Callable:
+    """f(columns, ev, dl) -> (sort keys, lines, answer keys, statuses) as bodies, for rows of
+    template `tp` under binding pattern P: `columns` holds, for each variable of sorted(P),
+    its values as a list (strings for objects, integers for times); ev the evidence masks;
+    dl the deadlines (None: null)."""
+    vs = sorted(P)
+
+    def plus(name: str, off: int) -> str:
+        return name if off == 0 else f"{name} + {off}" if off > 0 else f"{name} - {-off}"
+
+    var = {x: f"v{x}" for x in vs}
+    n = len(tp.lits)
+    full = (1 << n) - 1
+
+    def concat(parts: list) -> str:
+        """An f-string of static texts and expressions (names and integer arithmetic only:
+        no quote or backslash inside the braces)."""
+        text = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str)
+                       else "{" + p[0] + "}" for p in parts)
+        return "f" + repr(text)
+
+    def literal(j: int) -> str:  # Renderer._literal
+        lp = tp.lits[j]
+        parts: list = ["" if lp.positive else "not "]
+
+        def arg(isvar, x):
+            if not isvar:
+                parts.append(str(Const(x)))
+            elif x in P:
+                parts.append((var[x],))
+            else:
+                parts.append(tp.names[x])
+
+        def time(d: int):
+            if lp.tvar is None:
+                parts.append(str(lp.toff + d))
+            elif lp.tvar in P:
+                parts.append((plus(var[lp.tvar], lp.toff + d),))
+            else:
+                parts.append(str(Time(tp.names[lp.tvar], lp.toff + d)))
+
+        pieces = aux_template(lp.pred)
+        if pieces is not None:
+            for p in pieces:
+                if isinstance(p, str):
+                    parts.append(p)
+                elif p[0] == "a":
+                    arg(*lp.args[p[1]])
+                else:
+                    time(p[1])
+        else:
+            parts.append(lp.pred + "(")
+            for isvar, x in lp.args:
+                arg(isvar, x)
+                parts.append(", ")
+            time(0)
+            parts.append(")")
+        return concat(parts)
+
+    # the substitution's values, by printed name (Renderer._substitution)
+    vals: dict = {}
+    order: list = []
+    for name, isvar, x, off in tp.qvars:
+        if not isvar:
+            v = [json.dumps(x, ensure_ascii=False)]
+        elif x in P:
+            v = [(plus(var[x], off),)] if x in tp.time_vars else ['"', (var[x],), '"']
+        else:
+            continue
+        if name not in vals:
+            order.append(name)
+        vals[name] = v
+
+    def sub(names: list) -> list:
+        parts: list = ["{"]
+        for i, name in enumerate(names):
+            parts.append(("" if i == 0 else ", ") + json.dumps(name) + ": ")
+            parts += vals[name]
+        parts.append("}")
+        return parts
+
+    q = json.dumps(query_text, ensure_ascii=False)
+    akey: list = ["[" + q + ", ["]
+    for i, name in enumerate(sorted(order)):
+        akey += [("" if i == 0 else ", ") + "[" + json.dumps(name) + ", ", *vals[name], "]"]
+    akey.append("], []]")
+
+    def json_list(items: list, minus) -> str:
+        """The JSON list expression of the distinct texts of `items` (names), sorted, less
+        those of `minus` (names, or None)."""
+        if not items:
+            return "'[]'"
+        if len(items) == 1 and not minus:
+            return f"f'[\"{{{items[0]}}}\"]'"
+        got = "{" + ", ".join(items) + "}"
+        if minus:
+            got += " - {" + ", ".join(minus) + "}"
+        return f"_jl(sorted({got}))"
+
+    lines = ["def fmt(columns, ev, dl):",
+             "    skeys, lines, akeys, sts = [], [], [], []",
+             "    sa, la, aa, ta = skeys.append, lines.append, akeys.append, sts.append",
+             f"    for {''.join(var[x] + ', ' for x in vs)}e, d in zip(*columns, ev, dl):"]
+    for j in range(n):
+        lines.append(f"        l{j} = {literal(j)}")
+    def status(m: int) -> str:
+        return DEFINITE if m == full else HYPOTHETICAL if m else PENDING
+
+    if n <= 4:  # a branch per evidence mask: the sets are known but for their order
+        for m in range(1 << n):
+            ins = [f"l{j}" for j in range(n) if m >> j & 1]
+            outs = [f"l{j}" for j in range(n) if not m >> j & 1]
+            lines.append(f"        {'if' if m == 0 else 'elif'} e == {m}:" if m < full
+                         else "        else:")
+            lines.append(f"            st, evj, hyj = {status(m)!r}, {json_list(ins, None)}, "
+                         f"{json_list(outs, ins)}")
+    else:
+        ls = ", ".join(f"l{j}" for j in range(n))
+        lines += [f"        if e == {full}:",
+                  f"            st = {DEFINITE!r}",
+                  "        elif e:",
+                  f"            st = {HYPOTHETICAL!r}",
+                  "        else:",
+                  f"            st = {PENDING!r}",
+                  f"        ls = ({ls},)",
+                  f"        E = sorted({{ls[j] for j in range({n}) if e >> j & 1}})",
+                  f"        H = sorted({{ls[j] for j in range({n}) if not e >> j & 1}}"
+                  ".difference(E))",
+                  "        evj = '[\"' + '\", \"'.join(E) + '\"]' if E else '[]'",
+                  "        hyj = '[\"' + '\", \"'.join(H) + '\"]' if H else '[]'"]
+    lines += ["        ds = 'null' if d is None else str(d)",
+              "        sa(" + concat(['{"deadline": ', ("ds",), ', "evidence": ', ("evj",),
+                                    ', "excluded": {}, "hypotheses": ', ("hyj",),
+                                    f', "query": {q}, "status": "', ("st",),
+                                    '", "substitution": ', *sub(sorted(order))]) + ")",
+              "        la(" + concat([f'"query": {q}, "status": "', ("st",),
+                                    '", "substitution": ', *sub(order),
+                                    ', "excluded": {}, "evidence": ', ("evj",),
+                                    ', "hypotheses": ', ("hyj",), ', "deadline": ', ("ds",),
+                                    "}"]) + ")",
+              "        aa(" + concat(akey) + ")",
+              "        ta(st)",
+              "    return skeys, lines, akeys, sts"]
+    src = "\n".join(lines)
+    env: dict = {"_jl": _json_list}
+    exec(compile(src, f"<row formatter of {query_text}>", "exec"), env)  # noqa: S102
+    fn = env["fmt"]
+    fn.source = src
+    return fn
