@@ -109,9 +109,9 @@ def test_example13(forget):
 @pytest.mark.parametrize("few", [0, 64])
 def test_exclusions_render_as_columns(few, monkeypatch):
     """An answer with single-variable exclusions (Example 13's `OK(X, T)` for X ∉ {…}) is
-    rendered by the string plan, not the Python object builder: same lines, no Python row
-    (few: a tick's at most `few` new rows go to the object builder, as `hypo run` does:
-    then they all do)."""
+    rendered by the string plan or (arrays) the compiled row formatter, not the Python
+    object builder: same lines, no Python row (few: a tick's at most `few` new rows may go
+    to the object builder, as `hypo run` does: the formatter takes them first)."""
     from reasoning.columnar import render
 
     monkeypatch.setattr(render, "PYTHON_NEW_ROWS", few)
@@ -127,7 +127,8 @@ def test_exclusions_render_as_columns(few, monkeypatch):
         assert lines == row.lines(True, True), tau
         seen += sum('"excluded": {"' in x for x in lines)
     assert seen > 0 and col.renderer.stats["python_rows"] == 0
-    assert (col.renderer.stats["python_few"] > 0) == (few > 0)
+    if col.col.B.name == "arrays":
+        assert col.renderer.stats["formatted"] > 0 and col.renderer.stats["python_few"] == 0
 
 
 RARE = """#query A(X, T).

@@ -71,7 +71,7 @@ class Renderer:
         self._rcache_gen = None  # the native executor's id generation they were made in
         self._plain = False  # while rendering rows whose strings need no JSON escape
         self._static_plain: dict = {}  # k -> the template's static texts need none
-        self._formatters: dict = {}  # (k, P) -> its compiled row formatter (rowformat.py)
+        self._formatters: dict = {}  # (k, P, with nogoods) -> its row formatter (rowformat.py)
 
     # ------------------------------------------------------------ string expressions
     def _escape_json(self, e, special: bool):
@@ -612,11 +612,11 @@ class Renderer:
                 new = df.take(idx, idx.size)
         else:
             new = df
-        if new.n and self._few(new):
+        if new.n and (got := self._render_formatted(k, P, new)) is not None:
+            bodies.append((NB.select_cols(new, keys), got))
+        elif new.n and self._few(new):
             got = self._render_python(k, P, new, tau, native=True)
             bodies.append((NB.select_cols(new, keys), self._untick(got, tau)))
-        elif new.n and (got := self._render_formatted(k, P, new)) is not None:
-            bodies.append((NB.select_cols(new, keys), got))
         elif new.n:
             # only the columns a line reads (not exp, dlp, unb, born) go to Polars
             todo = NB.with_row_id(NB.select_cols(new, keys), "_ri")
@@ -632,19 +632,26 @@ class Renderer:
         return rest, self._retick(obody, tau)
 
     def _render_formatted(self, k: int, P, df):
-        """The bodies (_untick's columns) of native rows without nogoods whose every printed
-        string needs no JSON escape, by the template's compiled row formatter (rowformat.py);
-        None when some row does not qualify (the string plan renders them)."""
+        """The bodies (_untick's columns) of native rows whose every printed string needs no
+        JSON escape and whose nogoods are single-variable (`excluded`), by the template's
+        compiled row formatter (rowformat.py); None when some row does not qualify (the
+        object builder or the string plan renders them)."""
         import polars as pl
 
-        from .rowformat import all_bare, compile_row_formatter
+        from .rowformat import Unformattable, all_bare, compile_row_formatter
 
         NB = self._native.B
         eng = self.eng
         tp = eng.templates[k]
         lay = eng.layouts[k]
-        if not self._static_is_plain(k) or (eng.may_ng[k] and NB.any_nonempty_list(df, "ng")):
+        if not self._static_is_plain(k):
             return None
+        names = ngs = None
+        if eng.may_ng[k] and NB.any_nonempty_list(df, "ng"):
+            names = self._exclusion_names(k, P)
+            if names is None:
+                return None
+            ngs = NB.column_list(df, "ng")
         if len(tp.lits) > 2 and df.n > FORMAT_MAX_ROWS:
             return None  # sorting 3+ literal texts a row: the string plan is cheaper
         cols = []
@@ -655,11 +662,16 @@ class Renderer:
             if x not in tp.time_vars and not all_bare(vals):
                 return None  # (a null is no bare value either: join raises TypeError)
             cols.append(vals)
-        fmt = self._formatters.get((k, P))
+        key = (k, P, names is not None)
+        fmt = self._formatters.get(key)
         if fmt is None:
-            fmt = self._formatters[(k, P)] = compile_row_formatter(tp, P, str(tp.query.atom))
-        skeys, lines, akeys, sts = fmt(cols, NB.column_list(df, "ev"),
-                                       NB.column_list(df, "dl"))
+            fmt = self._formatters[key] = compile_row_formatter(tp, P, str(tp.query.atom),
+                                                                names)
+        args = [cols, NB.column_list(df, "ev"), NB.column_list(df, "dl")]
+        try:
+            skeys, lines, akeys, sts = fmt(*args) if ngs is None else fmt(*args, ngs)
+        except Unformattable:
+            return None
         grp = 0 if str(tp.query.atom) == self.main_q else 1
         self.stats["formatted"] += df.n
         return pl.DataFrame({"grp": pl.repeat(grp, df.n, dtype=pl.Int64, eager=True),

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable
+from bisect import bisect_left
+from typing import Callable, Optional
 
 from ..explain import DEFINITE, HYPOTHETICAL, PENDING
 from ..metric import aux_template
@@ -31,11 +32,47 @@ def _json_list(texts: list) -> str:
     return '["' + '", "'.join(texts) + '"]' if texts else "[]"
 
 
-def compile_row_formatter(tp, P: frozenset, query_text: str) -> Callable:
-    """f(columns, ev, dl) -> (sort keys, lines, answer keys, statuses) as bodies, for rows of
-    template `tp` under binding pattern P: `columns` holds, for each variable of sorted(P),
-    its values as a list (strings for objects, integers for times); ev the evidence masks;
-    dl the deadlines (None: null)."""
+class Unformattable(Exception):
+    """A row the formatter cannot print (an excluded constant that needs escapes, a
+    nogood over several variables): the caller renders the rows another way."""
+
+
+def exclusions(items, names: tuple) -> tuple[str, str]:
+    """A row's single-variable nogoods (`v:c` texts) as its `excluded` JSON object and the
+    items of its answer key's exclusions (render.Renderer._excluded_exprs): names holds
+    (JSON of the printed name, `v:`, `v;`) sorted by name.  Each variable's constants are a
+    run of the sorted texts, sorted by code point as sorted() sorts them."""
+    if not items:
+        return "{}", ""
+    items = sorted(dict.fromkeys(items))  # (sorted already: one linear pass)
+    obj, key = [], []
+    used = 0
+    for jname, lo_s, hi_s in names:
+        lo = bisect_left(items, lo_s)
+        hi = bisect_left(items, hi_s, lo)
+        if hi == lo:
+            continue
+        k = len(lo_s)
+        cs = [x[k:] for x in items[lo:hi]]
+        if not all_bare(cs):
+            raise Unformattable("an excluded constant needs escapes")
+        used += hi - lo
+        jl = '["' + '", "'.join(cs) + '"]'
+        obj.append(f"{jname}: {jl}")
+        key.append(f"[{jname}, {jl}]")
+    if used != len(items):
+        raise Unformattable("a nogood over several variables (or a bound one)")
+    return "{" + ", ".join(obj) + "}", ", ".join(key)
+
+
+def compile_row_formatter(tp, P: frozenset, query_text: str,
+                          excluded: Optional[list] = None) -> Callable:
+    """f(columns, ev, dl[, ng]) -> (sort keys, lines, answer keys, statuses) as bodies, for
+    rows of template `tp` under binding pattern P: `columns` holds, for each variable of
+    sorted(P), its values as a list (strings for objects, integers for times); ev the
+    evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
+    variable)] sorted by name, render.Renderer._exclusion_names — ng the rows' nogood lists
+    (`v:c` texts; Unformattable is raised for one it cannot print)."""
     vs = sorted(P)
 
     def plus(name: str, off: int) -> str:
@@ -116,7 +153,12 @@ def compile_row_formatter(tp, P: frozenset, query_text: str) -> Callable:
     akey: list = ["[" + q + ", ["]
     for i, name in enumerate(sorted(order)):
         akey += [("" if i == 0 else ", ") + "[" + json.dumps(name) + ", ", *vals[name], "]"]
-    akey.append("], []]")
+    if excluded is None:
+        akey.append("], []]")
+        xobj = "{}"
+    else:
+        akey += ["], [", ("xk",), "]]"]
+        xobj = ("xo",)
 
     def json_list(items: list, minus) -> str:
         """The JSON list expression of the distinct texts of `items` (names), sorted, less
@@ -130,10 +172,14 @@ def compile_row_formatter(tp, P: frozenset, query_text: str) -> Callable:
             got += " - {" + ", ".join(minus) + "}"
         return f"_jl(sorted({got}))"
 
-    lines = ["def fmt(columns, ev, dl):",
+    ng = ", g" if excluded is not None else ""
+    lines = [f"def fmt(columns, ev, dl{', ng' if ng else ''}):",
              "    skeys, lines, akeys, sts = [], [], [], []",
              "    sa, la, aa, ta = skeys.append, lines.append, akeys.append, sts.append",
-             f"    for {''.join(var[x] + ', ' for x in vs)}e, d in zip(*columns, ev, dl):"]
+             f"    for {''.join(var[x] + ', ' for x in vs)}e, d{ng} in zip(*columns, ev, dl"
+             f"{', ng' if ng else ''}):"]
+    if excluded is not None:
+        lines.append("        xo, xk = _ex(g, NAMES)")
     for j in range(n):
         lines.append(f"        l{j} = {literal(j)}")
     def status(m: int) -> str:
@@ -163,19 +209,20 @@ def compile_row_formatter(tp, P: frozenset, query_text: str) -> Callable:
                   "        hyj = '[\"' + '\", \"'.join(H) + '\"]' if H else '[]'"]
     lines += ["        ds = 'null' if d is None else str(d)",
               "        sa(" + concat(['{"deadline": ', ("ds",), ', "evidence": ', ("evj",),
-                                    ', "excluded": {}, "hypotheses": ', ("hyj",),
+                                    ', "excluded": ', xobj, ', "hypotheses": ', ("hyj",),
                                     f', "query": {q}, "status": "', ("st",),
                                     '", "substitution": ', *sub(sorted(order))]) + ")",
               "        la(" + concat([f'"query": {q}, "status": "', ("st",),
                                     '", "substitution": ', *sub(order),
-                                    ', "excluded": {}, "evidence": ', ("evj",),
+                                    ', "excluded": ', xobj, ', "evidence": ', ("evj",),
                                     ', "hypotheses": ', ("hyj",), ', "deadline": ', ("ds",),
                                     "}"]) + ")",
               "        aa(" + concat(akey) + ")",
               "        ta(st)",
               "    return skeys, lines, akeys, sts"]
     src = "\n".join(lines)
-    env: dict = {"_jl": _json_list}
+    env: dict = {"_jl": _json_list, "_ex": exclusions, "NAMES": tuple(
+        (json.dumps(name, ensure_ascii=False), f"{v}:", f"{v};") for name, v in excluded or ())}
     exec(compile(src, f"<row formatter of {query_text}>", "exec"), env)  # noqa: S102
     fn = env["fmt"]
     fn.source = src
