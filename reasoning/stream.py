@@ -162,6 +162,11 @@ _ID = r"(?:[a-z][A-Za-z0-9_]*|[0-9]+)"
 # the canonical line with plain constants (the common case), matched a block at a time (Rust
 # regex: `$` is the end of the text)
 _BLOCK = "^" + _LINE_HEAD + r"( *" + _ID + r"(?: *, *" + _ID + r")* *)" + _LINE_TAIL + "$"
+# ... and as producers write it, `{"tick": 3, "fact": "Hot(wt1, 3)"}` (json.dumps' spacing):
+# a third of _BLOCK's cost, and its arguments split at ", " need no strip; a block tries it
+# first (its matches are _BLOCK's, with the same groups)
+_BLOCK_EXACT = (r'^\{"tick": (0|[1-9][0-9]{0,17}), "fact": "([A-Za-z][A-Za-z0-9_]*)\((' + _ID
+                + r'(?:, ' + _ID + r')*)\)"\}\n?$')
 BLOCK_LINES = 4096  # lines read and parsed at once ...
 BLOCK_CHARS = 1 << 22  # ... or fewer, if they are this long together
 
@@ -202,14 +207,21 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
         return by_line()
     meta, exact = edb_meta(cp) if meta is None else meta
     try:
-        df = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)}).select(
-            pl.col("l").str.extract_groups(_BLOCK).alias("g"),
-            (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
+        raw = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)})
+        as_dumped = True
+        df = raw.select(pl.col("l").str.extract_groups(_BLOCK_EXACT).alias("g"),
+                        (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
+        if df.get_column(df.columns[0]).null_count():  # some line spaced otherwise
+            as_dumped = False
+            df = raw.select(pl.col("l").str.extract_groups(_BLOCK).alias("g"),
+                            (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
     except Exception:  # e.g. a lone surrogate in a line given in memory: line by line
         return by_line()
     tick_c, pred_c, args_c = df.columns[:3]
+    split = pl.col(args_c).str.split(", ") if as_dumped else pl.col(args_c).str.split(",").list.eval(
+        pl.element().str.strip_chars(" "))
     df = df.with_row_index("i").with_columns(
-        pl.col(args_c).str.split(",").list.eval(pl.element().str.strip_chars(" ")).alias("a"),
+        split.alias("a"),
         pl.col(tick_c).cast(pl.Int64, strict=False).alias("tick")).with_columns(
         pl.col("a").list.last().alias("ts"), pl.col("a").list.len().alias("n")).join(
         meta, left_on=pred_c, right_on="pred", how="left", maintain_order="left")

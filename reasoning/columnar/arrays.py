@@ -1665,6 +1665,11 @@ class ArraysBackend(InProcessFrames):
             return self.empty(schema or {})
         if len(dfs) == 1:
             return dfs[0]
+        full = [d for d in dfs if d.n]
+        if len(full) == 1 and all(  # the others empty, of the same columns: no copy
+                [(k, c.k) for k, c in d.cols.items()] == [(k, c.k) for k, c in
+                                                          full[0].cols.items()] for d in dfs):
+            return full[0]
         names = list(dfs[0].cols)
         cols = {}
         for k in names:
