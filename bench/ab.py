@@ -6,6 +6,10 @@ stream, in the same venv, two ways:
 
   wall          --rounds runs of each side, interleaved (A B A B ...), one fresh interpreter
                 a run: facts/s of each run, and the best and median of each side
+  e2e           --rounds runs of each side, interleaved, of `hypo run --format jsonl
+                --changes` on the stream written to a file (the whole process: start-up,
+                reading, the ticks, rendering, writing to a pipe): seconds of each run, the
+                best and median of each side, and whether both printed the same bytes
   instructions  one run of each side under valgrind's callgrind (both at once: instruction
                 counts do not depend on the load): the process's instructions, setup
                 (imports, the generated stream) included — the same for both sides, so the
@@ -66,6 +70,44 @@ def wall(sides: dict, args) -> dict:
     return out
 
 
+def e2e(sides: dict, args) -> dict:
+    """Interleaved `hypo run --format jsonl --changes` processes: seconds per side."""
+    import hashlib
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    from bench.engine import workload
+
+    text, slices = workload(args.workload, args.devices, args.ticks, args.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="hypo-ab-e2e-"))
+    prog, stream = tmp / "p.tdl", tmp / "s.jsonl"
+    prog.write_text(text)
+    with open(stream, "w") as fh:
+        for tau, sl in enumerate(slices):
+            for pred, a, t in sl:
+                fh.write(json.dumps({"tick": tau, "fact": f"{pred}({', '.join(a + (str(t),))})"})
+                         + "\n")
+    argv = [args.python, "-m", "reasoning.cli", "run", str(prog), "--stream", str(stream),
+            "--format", "jsonl", "--changes", "--engine", args.engine, "--backend",
+            args.backend, "--until", str(args.ticks - 1)]
+    got: dict = {name: [] for name in sides}
+    digests: dict = {name: set() for name in sides}
+    try:
+        for _ in range(args.rounds):
+            for name, tree in sides.items():
+                t0 = time.perf_counter()
+                p = subprocess.run(argv, cwd=tree, capture_output=True, check=True)
+                got[name].append(round(time.perf_counter() - t0, 3))
+                digests[name].add(hashlib.md5(p.stdout).hexdigest())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = {"mode": "e2e", "seconds": got, "best": {n: min(v) for n, v in got.items()},
+           "median": {n: statistics.median(v) for n, v in got.items()},
+           "same_output": len(digests["base"] | digests["this"]) == 1}
+    out["best_ratio"] = round(out["best"]["this"] / out["best"]["base"], 3)
+    return out
+
+
 def instructions(sides: dict, args) -> dict:
     """Callgrind's instruction count of one run per side (both sides at once)."""
     if shutil.which("valgrind") is None:
@@ -100,7 +142,8 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", default="columnar", choices=["row", "columnar", "auto"])
     ap.add_argument("--backend", default="arrays", choices=["arrays", "polars"])
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--mode", nargs="+", default=["wall"], choices=["wall", "instructions"])
+    ap.add_argument("--mode", nargs="+", default=["wall"],
+                    choices=["wall", "e2e", "instructions"])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the base worktree")
     ap.add_argument("--format", choices=["text", "json"], default="text")
@@ -120,8 +163,8 @@ def main(argv=None) -> int:
         for tree in sides.values():  # a fresh worktree compiles its C kernels on first import
             subprocess.run([args.python, "-c", "import reasoning.columnar.kernels"], cwd=tree,
                            check=True, capture_output=True)
-        results = [wall(sides, args) if m == "wall" else instructions(sides, args)
-                   for m in args.mode]
+        modes = {"wall": wall, "e2e": e2e, "instructions": instructions}
+        results = [modes[m](sides, args) for m in args.mode]
     finally:
         if not args.keep:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
@@ -136,6 +179,11 @@ def main(argv=None) -> int:
             print(f"wall, {args.rounds} interleaved rounds: base best {r['best']['base']} "
                   f"median {r['median']['base']}; this best {r['best']['this']} median "
                   f"{r['median']['this']} facts/s (best ×{r['best_ratio']})")
+        elif r["mode"] == "e2e":
+            print(f"hypo run --changes, {args.rounds} interleaved rounds: base best "
+                  f"{r['best']['base']} median {r['median']['base']} s; this best "
+                  f"{r['best']['this']} median {r['median']['this']} s (best ×{r['best_ratio']}"
+                  f"; {'the same' if r['same_output'] else 'DIFFERENT'} output)")
         elif "error" in r:
             print(f"instructions: {r['error']}")
         else:
