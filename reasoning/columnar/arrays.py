@@ -1575,10 +1575,8 @@ class ArraysBackend(InProcessFrames):
 
     def filter(self, df, cond):
         keep = _truth(self._eval(df, cond))
-        if keep.all():
-            return df
-        idx = np.flatnonzero(keep)
-        return df.take(idx, idx.size)
+        idx = keep.nonzero()[0]  # (not keep.all() then np.flatnonzero: three Python wrappers)
+        return df if idx.size == df.n else df.take(idx, idx.size)
 
     def with_columns(self, df, exprs: dict):
         if not exprs:
@@ -1625,10 +1623,8 @@ class ArraysBackend(InProcessFrames):
         if how in ("semi", "anti"):
             hit = _member_mask(lcols, rcols, nulls_equal)
             keep = hit if how == "semi" else ~hit
-            if keep.all():
-                return left
-            idx = np.flatnonzero(keep)
-            return left.take(idx, idx.size)
+            idx = keep.nonzero()[0]
+            return left if idx.size == left.n else left.take(idx, idx.size)
         if how not in ("inner", "left"):
             raise ValueError(f"join type {how!r}")
         (L, okl), (R, okr) = _keymats([lcols, rcols], nulls_equal)
