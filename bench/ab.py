@@ -76,18 +76,11 @@ def e2e(sides: dict, args) -> dict:
     import time
 
     sys.path.insert(0, str(ROOT))
-    from bench.engine import workload
+    from bench.engine import write_workload
 
-    text, slices = workload(args.workload, args.devices, args.ticks, args.seed)
     tmp = Path(tempfile.mkdtemp(prefix="hypo-ab-e2e-"))
-    prog, stream = tmp / "p.tdl", tmp / "s.jsonl"
-    prog.write_text(text)
-    with open(stream, "w") as fh:
-        for tau, sl in enumerate(slices):
-            for pred, a, t in sl:
-                fh.write(json.dumps({"tick": tau, "fact": f"{pred}({', '.join(a + (str(t),))})"})
-                         + "\n")
-    argv = [args.python, "-m", "reasoning.cli", "run", str(prog), "--stream", str(stream),
+    prog, stream = write_workload(args.workload, args.devices, args.ticks, args.seed, tmp)
+    argv = [args.python, "-m", "reasoning.cli", "run", prog, "--stream", stream,
             "--format", "jsonl", "--changes", "--engine", args.engine, "--backend",
             args.backend, "--until", str(args.ticks - 1)]
     got: dict = {name: [] for name in sides}

@@ -142,10 +142,10 @@ def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
             "backend": sess.col.B.name if sess.col is not None else None}
 
 
-def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = True) -> dict:
-    """`hypo run --format jsonl [--changes]` as a user runs it, timed as a whole process."""
+def write_workload(wl: str, n: int, ticks: int, seed: int, d) -> tuple[str, str]:
+    """The workload as files in directory d, as a user hands them to `hypo run`: (program,
+    JSON-lines stream) paths."""
     text, slices = workload(wl, n, ticks, seed)
-    d = tempfile.mkdtemp(prefix="hypo-bench-")
     prog = os.path.join(d, "p.tdl")
     stream = os.path.join(d, "s.jsonl")
     Path(prog).write_text(text)
@@ -154,6 +154,13 @@ def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = Tru
             for p, a, t in s:
                 fh.write(json.dumps({"tick": tau, "fact": f"{p}({', '.join(a + (str(t),))})"})
                          + "\n")
+    return prog, stream
+
+
+def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = True) -> dict:
+    """`hypo run --format jsonl [--changes]` as a user runs it, timed as a whole process."""
+    d = tempfile.mkdtemp(prefix="hypo-bench-")
+    prog, stream = write_workload(wl, n, ticks, seed, d)
     argv = [sys.executable, "-m", "reasoning.cli", "run", prog, "--stream", stream,
             "--format", "jsonl", "--engine", engine, "--until", str(ticks - 1)]
     if changes:

@@ -233,16 +233,9 @@ def test_context_previous_instant_bursts():
 def test_row_and_columnar_same_confidences_on_bench_workloads(wl, tmp_path, capsys):
     """bench/engine.py's workloads (per-instance #delay patterns, negation, bursts), every
     output mode that shows confidences: the same bytes from both executors."""
-    from bench.engine import workload
+    from bench.engine import write_workload
 
-    text, slices = workload(wl, 25, 20, seed=5)
-    prog, stream = tmp_path / "p.tdl", tmp_path / "s.jsonl"
-    prog.write_text(text)
-    with open(stream, "w") as fh:
-        for tau, s in enumerate(slices):
-            for p, a, t in s:
-                fh.write(json.dumps({"tick": tau, "fact": f"{p}({', '.join(a + (str(t),))})"})
-                         + "\n")
+    prog, stream = write_workload(wl, 25, 20, 5, tmp_path)
     for mode in (["--format", "jsonl", "--all", "--all-queries"], ["--format", "jsonl",
                  "--changes", "--all"], ["--format", "jsonl", "--ground"], ["--all"],
                  ["--format", "jsonl", "--all", "--max-state", "3"]):
