@@ -346,7 +346,13 @@ class Slice:
                 groups = [(p, g) for (p,), g in c.partition_by(
                     "pred", maintain_order=True, as_dict=True).items()]
             for p, g in groups:
-                n = len(g.get_column("args")[0]) if g.height else 0
+                args = g.get_column("args")
+                n = len(args[0]) if g.height else 0
+                flat = args.explode() if n else None  # (a third of list.get's select)
+                if flat is not None and flat.len() == g.height * n:  # n arguments a fact
+                    cols = [flat.gather_every(n, i).alias(acol(i)) for i in range(n)]
+                    parts.setdefault(p, []).append(pl.DataFrame(cols + [g.get_column("t")]))
+                    continue
                 parts.setdefault(p, []).append(g.select(
                     *[pl.col("args").list.get(i).alias(acol(i)) for i in range(n)],
                     pl.col("t")))
