@@ -254,9 +254,13 @@ class ColumnarEngine:
         # window update: facts of D|τ that may still be matched as hypotheses
         for p, d in D.items():
             n = self.edb[p] - 1
-            dd = self.dplans[p].column(B, d, [(COL, acol(i)) for i in range(n)], "_d")
-            dd = B.with_columns(dd, {"wexp": B.col("t") + B.col("_d")})
-            dd = B.filter(B.drop(dd, ["_d"]), B.col("wexp") > B.lit(tau, INT))
+            # a fact's arguments are all bound: δ by the static plan (no per-row pattern)
+            dd, dexpr, tmp = self.dplans[p].expr_static(B, d, [(COL, acol(i)) for i in range(n)],
+                                                        "_d")
+            dd = B.with_columns(dd, {"wexp": B.col("t") + dexpr})
+            if tmp:
+                dd = B.drop(dd, tmp)
+            dd = B.filter(dd, B.col("wexp") > B.lit(tau, INT))
             if not B.is_empty(dd):
                 self.W[p] = B.materialize(B.concat([self.W[p], dd]))
         fresh = self._fresh(tau)
