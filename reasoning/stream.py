@@ -350,7 +350,8 @@ class Slice:
                 n = len(args[0]) if g.height else 0
                 flat = args.explode() if n else None  # (a third of list.get's select)
                 if flat is not None and flat.len() == g.height * n:  # n arguments a fact
-                    cols = [flat.gather_every(n, i).alias(acol(i)) for i in range(n)]
+                    cols = [flat.alias(acol(0))] if n == 1 else [
+                        flat.gather_every(n, i).alias(acol(i)) for i in range(n)]
                     parts.setdefault(p, []).append(pl.DataFrame(cols + [g.get_column("t")]))
                     continue
                 parts.setdefault(p, []).append(g.select(
