@@ -659,8 +659,8 @@ class Renderer:
             if x not in tp.time_vars and lay.kinds[x] != OBJ:
                 return None
             vals = NB.column_list(df, vcol(x))
-            if x not in tp.time_vars and not all_bare(vals):
-                return None  # (a null is no bare value either: join raises TypeError)
+            if None in vals or (x not in tp.time_vars and not all_bare(vals)):
+                return None  # (a bound variable is never null: the plan would say how)
             cols.append(vals)
         key = (k, P, names is not None)
         fmt = self._formatters.get(key)

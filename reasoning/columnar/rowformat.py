@@ -23,8 +23,12 @@ _BARE_LINES = re.compile(r"(?:(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)\n)*")
 
 
 def all_bare(values: list) -> bool:
-    """Every value a bare name or number (render.BARE), checked in one regex pass."""
-    return not values or _BARE_LINES.fullmatch("\n".join(values) + "\n") is not None
+    """Every value a bare name or number (render.BARE), checked in one regex pass (a null
+    or a non-string is none)."""
+    try:
+        return not values or _BARE_LINES.fullmatch("\n".join(values) + "\n") is not None
+    except TypeError:
+        return False
 
 
 def _json_list(texts: list) -> str:
