@@ -675,12 +675,11 @@ class Renderer:
         grp = 0 if str(tp.query.atom) == self.main_q else 1
         self.stats["formatted"] += df.n
         # (not pl.repeat(…, eager=True): a lazy query, ~0.5 ms)
-        out = pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
-                            "skey": pl.Series(skeys, dtype=pl.String),
-                            "line": pl.Series(lines, dtype=pl.String),
-                            "akey": pl.Series(akeys, dtype=pl.String),
-                            "status": pl.Series(sts, dtype=pl.String)})
-        return out
+        return pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
+                             "skey": pl.Series(skeys, dtype=pl.String),
+                             "line": pl.Series(lines, dtype=pl.String),
+                             "akey": pl.Series(akeys, dtype=pl.String),
+                             "status": pl.Series(sts, dtype=pl.String)})
 
     def _few(self, df) -> bool:
         """Are a frame's rows few enough for the object builder (PYTHON_NEW_ROWS)?"""

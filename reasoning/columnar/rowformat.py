@@ -1,23 +1,24 @@
 """The `hypo run` lines of plain rows built by a Python function compiled once per template
-and binding pattern (render.py's string plan, specialised): a row without nogoods, whose
-every bound object value is a bare name or number (its JSON text is itself between quotes)
-and whose template prints no time constraint.  ~1.4 µs a row, against ~3 µs for the plan's
-Polars operations on a tick's ~10³ new rows (their fixed cost dominates at that height).
+and binding pattern (render.py's string plan, specialised): a row whose every printed string
+is its own JSON text between quotes (bare constants), whose nogoods are single-variable ones
+(`excluded`) if any, and whose template prints no time constraint.  ~0.7 µs a row of a
+one-literal template, against ~3 µs for the plan's Polars operations on a tick's ~10³ new
+rows (their fixed cost dominates at that height).
 
 The function returns the rows' bodies as render.Renderer._untick leaves them — the sort key
 without its `, "tick": τ}` suffix, the line without its `{"tick": τ, ` prefix — so they are
 cached across ticks as they are; explain.py's objects are the reference (same bytes, tested
-against the row engine's output)."""
+against the row engine's output and the Polars backend's)."""
 from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
 from typing import Callable, Optional
 
 from ..explain import DEFINITE, HYPOTHETICAL, PENDING
 from ..metric import aux_template
 from ..syntax import Const, Time
+from .layout import split_nogood_list
 
 _BARE_LINES = re.compile(r"(?:(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)\n)*")
 
@@ -42,30 +43,25 @@ class Unformattable(Exception):
 
 
 def exclusions(items, names: tuple) -> tuple[str, str]:
-    """A row's single-variable nogoods (`v:c` texts) as its `excluded` JSON object and the
-    items of its answer key's exclusions (render.Renderer._excluded_exprs): names holds
-    (JSON of the printed name, `v:`, `v;`) sorted by name.  Each variable's constants are a
-    run of the sorted texts, sorted by code point as sorted() sorts them."""
+    """A row's nogoods (`v:c` texts) as its `excluded` JSON object and the items of its
+    answer key's exclusions (render.Renderer._excluded_exprs), split by
+    layout.split_nogood_list: names holds (JSON of the printed name, variable) sorted by
+    name."""
     if not items:
         return "{}", ""
-    items = sorted(dict.fromkeys(items))  # (sorted already: one linear pass)
+    by_var, combos = split_nogood_list(items)
+    if combos or not by_var.keys() <= {v for _, v in names}:
+        raise Unformattable("a nogood over several variables (or a bound one)")
     obj, key = [], []
-    used = 0
-    for jname, lo_s, hi_s in names:
-        lo = bisect_left(items, lo_s)
-        hi = bisect_left(items, hi_s, lo)
-        if hi == lo:
+    for jname, v in names:
+        cs = by_var.get(v)
+        if not cs:
             continue
-        k = len(lo_s)
-        cs = [x[k:] for x in items[lo:hi]]
-        if not all_bare(cs):
+        if not all_bare(cs):  # (a time value's exclusion, an int, is none either)
             raise Unformattable("an excluded constant needs escapes")
-        used += hi - lo
-        jl = '["' + '", "'.join(cs) + '"]'
+        jl = _json_list(cs)
         obj.append(f"{jname}: {jl}")
         key.append(f"[{jname}, {jl}]")
-    if used != len(items):
-        raise Unformattable("a nogood over several variables (or a bound one)")
     return "{" + ", ".join(obj) + "}", ", ".join(key)
 
 
@@ -186,6 +182,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
         lines.append("        xo, xk = _ex(g, NAMES)")
     for j in range(n):
         lines.append(f"        l{j} = {literal(j)}")
+
     def status(m: int) -> str:
         return DEFINITE if m == full else HYPOTHETICAL if m else PENDING
 
@@ -209,8 +206,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
                   f"        E = sorted({{ls[j] for j in range({n}) if e >> j & 1}})",
                   f"        H = sorted({{ls[j] for j in range({n}) if not e >> j & 1}}"
                   ".difference(E))",
-                  "        evj = '[\"' + '\", \"'.join(E) + '\"]' if E else '[]'",
-                  "        hyj = '[\"' + '\", \"'.join(H) + '\"]' if H else '[]'"]
+                  "        evj, hyj = _jl(E), _jl(H)"]
     lines += ["        ds = 'null' if d is None else str(d)",
               "        sa(" + concat(['{"deadline": ', ("ds",), ', "evidence": ', ("evj",),
                                     ', "excluded": ', xobj, ', "hypotheses": ', ("hyj",),
@@ -226,7 +222,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
               "    return skeys, lines, akeys, sts"]
     src = "\n".join(lines)
     env: dict = {"_jl": _json_list, "_ex": exclusions, "NAMES": tuple(
-        (json.dumps(name, ensure_ascii=False), f"{v}:", f"{v};") for name, v in excluded or ())}
+        (json.dumps(name, ensure_ascii=False), v) for name, v in excluded or ())}
     exec(compile(src, f"<row formatter of {query_text}>", "exec"), env)  # noqa: S102
     fn = env["fmt"]
     fn.source = src
