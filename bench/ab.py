@@ -1,8 +1,8 @@
-"""A/B of the in-process tick loop: this checkout against a git revision, on a noisy machine.
+"""A/B of the tick loop, in process or end to end: this checkout against a git revision.
 
 The build machine's speed drifts by up to 1.6x between minutes, so two separate runs of
 bench/engine.py cannot show a 5-10 % change.  This runs both sides on the same generated
-stream, in the same venv, two ways:
+stream, in the same venv, in up to three ways:
 
   wall          --rounds runs of each side, interleaved (A B A B ...), one fresh interpreter
                 a run: facts/s of each run, and the best and median of each side

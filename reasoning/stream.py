@@ -208,13 +208,12 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
     meta, exact = edb_meta(cp) if meta is None else meta
     try:
         raw = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)})
-        as_dumped = True
-        df = raw.select(pl.col("l").str.extract_groups(_BLOCK_EXACT).alias("g"),
-                        (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
-        if df.get_column(df.columns[0]).null_count():  # some line spaced otherwise
-            as_dumped = False
-            df = raw.select(pl.col("l").str.extract_groups(_BLOCK).alias("g"),
+        for pattern in (_BLOCK_EXACT, _BLOCK):
+            df = raw.select(pl.col("l").str.extract_groups(pattern).alias("g"),
                             (pl.col("l").str.len_chars() <= MAX_LINE).alias("ok")).unnest("g")
+            as_dumped = pattern is _BLOCK_EXACT
+            if not (as_dumped and df.get_column(df.columns[0]).null_count()):
+                break  # (some line spaced otherwise: the general pattern)
     except Exception:  # e.g. a lone surrogate in a line given in memory: line by line
         return by_line()
     tick_c, pred_c, args_c = df.columns[:3]
@@ -460,7 +459,8 @@ class StreamReader:
         # a file: read in chunks, split in C (BoundedBlocks); other sources line by line
         self._blocks = BoundedBlocks(lines) if hasattr(lines, "read") and hasattr(
             lines, "readline") and self._live is None else None
-        self.lines = bounded_lines(lines) if hasattr(lines, "readline") else iter(lines)
+        self.lines = None if self._blocks is not None else (
+            bounded_lines(lines) if hasattr(lines, "readline") else iter(lines))
         self.cp = cp
         self.source = source
         self.rejected: list[Rejection] = []  # all, in line order
