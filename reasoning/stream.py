@@ -267,7 +267,7 @@ def _scan_block(lines: list, first: int, cp: CompiledProgram, after: int,
 
 
 def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
-                max_gap: Optional[int], meta=None):
+                max_gap: Optional[int], meta=None, counts: Optional[dict] = None):
     """A block of lines numbered from `first`, read set-at-a-time: when every line is a
     canonical line (`_BLOCK`) of a fact that validate() accepts, in arrival order after tick
     `after` and within `max_gap`, a frame (no, tick, pred, args, t) of them; otherwise the
@@ -283,6 +283,9 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
         return by_line()
     meta = edb_meta(cp) if meta is None else meta
     scanned = _scan_block(lines, first, cp, after, max_gap, meta)
+    if counts is not None:
+        key = "general" if scanned is None else "scanned"
+        counts[key] = counts.get(key, 0) + 1
     if scanned is not None:
         return scanned
     meta, exact = meta
@@ -551,6 +554,7 @@ class StreamReader:
         self._no = 0
         self._eof = False
         self._meta = None  # edb_meta(cp), at the first block
+        self.block_counts: dict = {}  # parse_block's counts: blocks scanned in C or not
         self.heartbeats = 0  # accepted {"tick": N} lines
 
     @property
@@ -595,7 +599,7 @@ class StreamReader:
             if self._meta is None:
                 self._meta = edb_meta(self.cp)
             got = parse_block(block, self._no + 1, self.cp, self.source, self.last_tick,
-                              self.max_gap, self._meta)
+                              self.max_gap, self._meta, self.block_counts)
             if not isinstance(got, list):
                 self._no += len(block)
                 self.last_tick = got.get_column("tick")[-1]
@@ -976,30 +980,39 @@ def iter_ticks(st: Stream, until: int) -> Iterator[tuple[int, list[Fact]]]:
 
 
 class Prefetched:
-    """StreamReader.column_slices() read by a thread up to `depth` slices ahead of the
-    engine, so parsing the next slices overlaps the current tick (Polars releases the GIL
-    in both).  Each slice carries the rejections found while reading it: take_rejected()
-    returns those of the slices handed out so far — what StreamReader.take_rejected() gives
-    when the caller reads the same slices itself.  The reader's other state (rejected,
-    ignored, last_tick) is read once iteration has ended.  An error of the reader is raised
-    where the slice it prevented would have been handed out.  threaded=False reads in the
-    caller's thread (a FIFO or a terminal: a read may block for ever, and a file cannot be
-    closed while another thread is blocked reading it)."""
+    """StreamReader.column_slices() read up to `depth` slices ahead of the engine by a
+    thread, so parsing the next slices overlaps the current tick (Polars releases the GIL
+    while it parses) — once a block has been read the general way: while every block is
+    scanned in C (parse_block's counts) reading costs less than what a second thread costs
+    the tick loop on a 2-core machine (GIL hand-overs; measured 3–8 % of `hypo run`), so
+    the caller reads them itself.  Each slice carries the rejections found while reading
+    it: take_rejected() returns those of the slices handed out so far — what
+    StreamReader.take_rejected() gives when the caller reads the same slices itself.  The
+    reader's other state (rejected, ignored, last_tick) is read once iteration has ended.
+    An error of the reader is raised where the slice it prevented would have been handed
+    out.  threaded=False never starts the thread (a FIFO or a terminal: a read may block
+    for ever, and a file cannot be closed while another thread is blocked reading it)."""
 
     def __init__(self, reader: "StreamReader", depth: int = 2, threaded: bool = True):
-        import queue
-        import threading
-
         self.reader = reader
         # called on each slice by the reading thread before it is handed out (work done
         # ahead of the tick, Session.prepare_slice); set once the consumer exists
         self.prepare: Optional[Callable[[Slice], None]] = None
         self._rej: list = []
         self._done = False
-        self._direct = None if threaded else reader.column_slices()
-        if not threaded:  # no queue, no thread
-            return
-        self._q: "queue.Queue" = queue.Queue(depth)
+        self._slices = reader.column_slices()
+        self._direct = True  # read in the caller's thread (until the thread starts)
+        self._may_thread = threaded
+        self._depth = depth
+        self._thread = None
+
+    def _start(self) -> None:
+        """Hand the rest of the slices over to a reading thread."""
+        import queue
+        import threading
+
+        self._direct = False
+        self._q: "queue.Queue" = queue.Queue(self._depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, name="hypo-stream", daemon=True)
         try:  # json.loads of a deeply nested line recurses: a main thread's stack
@@ -1026,7 +1039,7 @@ class Prefetched:
     def _produce(self) -> None:
         r = self.reader
         try:
-            for sl in r.column_slices():
+            for sl in self._slices:
                 prepare = self.prepare
                 if prepare is not None and isinstance(sl, Slice):
                     prepare(sl)
@@ -1042,11 +1055,17 @@ class Prefetched:
     def __next__(self) -> Slice:
         if self._done:
             raise StopIteration
-        if self._direct is not None:  # not threaded: read here
+        if self._direct:  # read here
             try:
-                return next(self._direct)
+                sl = next(self._slices)
+            except StopIteration:
+                self._done = True
+                raise
             finally:
                 self._rej.extend(self.reader.take_rejected())
+            if self._may_thread and self.reader.block_counts.get("general"):
+                self._start()
+            return sl
         sl, rej, exc = self._q.get()
         self._rej.extend(rej)
         if exc is not None or sl is None:
@@ -1064,6 +1083,6 @@ class Prefetched:
     def close(self) -> None:
         """Stop the thread: at once if it waits to hand a slice over, else once its current
         block is parsed (a regular file's read does not block for long)."""
-        if self._direct is None:
+        if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=1.0)

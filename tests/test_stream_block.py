@@ -177,12 +177,40 @@ def test_prefetched_raises_the_readers_error_and_stops_when_closed():
     with pytest.raises(OSError, match="disk gone"):
         next(feed)
     # a consumer that stops early: the thread, waiting to hand over a slice, ends at close()
-    many = [json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"}) for t in range(200)]
+    # (lines spaced otherwise than json.dumps: read the general way, so by the thread)
+    many = [f'{{"tick": {t}, "fact": "Hot(wt1, {t})" }}' for t in range(200)]
     feed = S.Prefetched(S.StreamReader(many, CP, "s"), depth=1)
     assert next(feed).tick == 0
     t0 = time.perf_counter()
     feed.close()
     assert not feed._thread.is_alive() and time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_prefetched_reads_ahead_once_a_block_is_read_the_general_way(exact):
+    """Blocks the C scanner reads are read by the caller (no thread); from the first block
+    read the general way on, a thread reads ahead; the slices and rejections are the same."""
+    old = S.BLOCK_LINES
+    S.BLOCK_LINES = 100
+    try:
+        lines = [json.dumps({"tick": t // 10, "fact": f"Hot(wt{t % 7}, {t // 10})"})
+                 for t in range(1000)]
+        if not exact:  # a line spaced otherwise; a future fact, rejected
+            lines[450] = lines[450] + " "
+            lines[700] = json.dumps({"tick": 70, "fact": "Hot(wt1, 99)"})
+        feed = S.Prefetched(S.StreamReader(lines, CP, "s"))
+        got = [(sl.tick, len(sl)) for sl in feed]
+        rej = [str(r) for r in feed.take_rejected()]
+        feed.close()
+    finally:
+        S.BLOCK_LINES = old
+    want = [(sl.tick, len(sl)) for sl in S.StreamReader(lines, CP, "s").column_slices()]
+    assert got == want and len(rej) == (0 if exact else 1)
+    assert exact or "Hot(wt1, 99)" in rej[0]
+    if exact and S._scanner() is not None:
+        assert feed._thread is None
+    if not exact:
+        assert feed._thread is not None and not feed._thread.is_alive()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
