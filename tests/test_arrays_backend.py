@@ -268,23 +268,27 @@ def test_random_programs_same_run_on_both_backends(sweep_always, case, forget):
         assert ra.state_size == rb.state_size, tau
 
 
-_FORMATTED = [0]
+_FORMATTED = [0, 0]  # rows formatted: by either formatter, by the C one
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
-@given(cases(negation=True, multi_time=True), st.booleans(), st.sampled_from([0, 10 ** 9]))
-def test_the_compiled_row_formatter_prints_the_plans_lines(monkeypatch, case, forget, most):
+@given(cases(negation=True, multi_time=True), st.booleans(), st.sampled_from([0, 10 ** 9]),
+       st.booleans())
+def test_the_compiled_row_formatter_prints_the_plans_lines(monkeypatch, case, forget, most,
+                                                           c_format):
     """Every new row that the object builder would take (a tick's few) goes to the compiled
     row formatter (rowformat.py) instead, or — `most` 0 — only those of one- and
-    two-literal templates: the lines are the Polars backend's string plan's, byte for
-    byte, whatever the program (literals with constants and unbound variables, offsets,
-    every evidence mask, deadlines)."""
+    two-literal templates; rows without exclusions to its C twin (_ckernels.c format_rows)
+    when c_format: the lines are the Polars backend's string plan's, byte for byte,
+    whatever the program (literals with constants and unbound variables, offsets, every
+    evidence mask, deadlines)."""
     from reasoning.columnar import render
 
     monkeypatch.setattr(render, "PYTHON_NEW_ROWS", 0)
     monkeypatch.setattr(render, "FORMAT_MAX_ROWS", most)
+    monkeypatch.setattr(render, "C_FORMAT", c_format)
     cp = compile_program(case.text, "<gen>")
     a = Session(cp, engine="columnar", forget=forget, backend=PolarsBackend())
     b = Session(cp, engine="columnar", forget=forget, backend=ArraysBackend())
@@ -296,13 +300,16 @@ def test_the_compiled_row_formatter_prints_the_plans_lines(monkeypatch, case, fo
             for pend in (False, True):
                 assert a.lines(aq, pend) == b.lines(aq, pend), (tau, aq, pend)
     _FORMATTED[0] += b.renderer.stats["formatted"]
+    _FORMATTED[1] += b.renderer.stats["formatted_c"]
 
 
 def test_the_row_formatter_ran():
     """(The property test above rendered rows through the formatter at all.)"""
     if _FORMATTED[0] == 0:
         pytest.skip("run with the property test above")
-    assert _FORMATTED[0] > 0
+    from reasoning.columnar import kernels
+
+    assert _FORMATTED[0] > _FORMATTED[1] > (0 if kernels.IMPL == "c" else -1)
 
 
 def test_row_formatter_on_escapes_and_many_literals(monkeypatch):

@@ -1550,6 +1550,32 @@ class ArraysBackend(InProcessFrames):
             return max(_SYM.vals[i] for i in np.unique(v).tolist())
         return v.max().item()
 
+    def format_rows(self, df, spec: tuple, scols: list, icols: list):
+        """The C row formatter (rowformat.compile_row_program's spec) over a frame's own
+        columns — string ids, times, evidence masks, deadlines — without decoding them:
+        (skeys, lines, akeys, statuses), or None (no C kernels; a null binding; a value
+        that is not bare)."""
+        fmt = getattr(kernels._impl, "format_rows", None) if kernels.IMPL == "c" else None
+        if fmt is None or df.n == 0:
+            return None
+        cols = df.cols
+        sc, ic = [], []
+        for names, kind, out in ((scols, OBJ, sc), (icols, INT, ic)):
+            for x in names:
+                c = cols[x]
+                if c.k != kind or (c.m is not None and c.m.any()):
+                    return None
+                out.append(c.v)
+        ev = cols["ev"]
+        dl = cols["dl"]
+        if ev.k != INT or (ev.m is not None and ev.m.any()) or dl.k not in (INT, NULL):
+            return None
+        if dl.k == NULL:
+            dlv, dln = np.zeros(df.n, np.int64), np.ones(df.n, bool)
+        else:
+            dlv, dln = dl.v, (dl.m if dl.m is not None else np.zeros(df.n, bool))
+        return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln)
+
     def any_nonempty_list(self, df, col: str) -> bool:
         c = df.cols[col]
         if df.n == 0:

@@ -47,6 +47,9 @@ PYTHON_NEW_ELEMENTS = 8_000
 # ~1.9 µs one of three literals (their texts sorted a row), the string plan ~2.5 ms plus ~1.1
 # µs a row: above this many rows of a template of 3+ literals the plan renders them
 FORMAT_MAX_ROWS = 3_000
+# rows without exclusions go to the C row formatter first (_format_c) when the kernels are
+# C's; False: the compiled Python one only (tests compare them)
+C_FORMAT = True
 
 
 class Renderer:
@@ -60,7 +63,7 @@ class Renderer:
         self.B = eng.B
         self.rel = static_horizons(eng.tool)
         self.main_q = str(eng.cp.main.atom)
-        self.stats = {"python_rows": 0, "python_few": 0, "formatted": 0}
+        self.stats = {"python_rows": 0, "python_few": 0, "formatted": 0, "formatted_c": 0}
         self._native = None
         if native is not None:
             self._native = Renderer(native)
@@ -652,6 +655,8 @@ class Renderer:
             if names is None:
                 return None
             ngs = NB.column_list(df, "ng")
+        if names is None and C_FORMAT and (got := self._format_c(k, P, df)) is not None:
+            return got
         if len(tp.lits) > 2 and df.n > FORMAT_MAX_ROWS:
             return None  # sorting 3+ literal texts a row: the string plan is cheaper
         cols = []
@@ -675,6 +680,36 @@ class Renderer:
         grp = 0 if str(tp.query.atom) == self.main_q else 1
         self.stats["formatted"] += df.n
         # (not pl.repeat(…, eager=True): a lazy query, ~0.5 ms)
+        return pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
+                             "skey": pl.Series(skeys, dtype=pl.String),
+                             "line": pl.Series(lines, dtype=pl.String),
+                             "akey": pl.Series(akeys, dtype=pl.String),
+                             "status": pl.Series(sts, dtype=pl.String)})
+
+    def _format_c(self, k: int, P, df):
+        """_render_formatted's bodies by the C row formatter (rowformat.compile_row_program)
+        for rows without exclusions, ~10× cheaper than the compiled Python one; None when
+        it does not apply (no C kernels, a value not bare, a null binding)."""
+        import polars as pl
+
+        from .rowformat import compile_row_program
+
+        key = (k, P, "c")
+        if key not in self._formatters:
+            tp = self.eng.templates[k]
+            self._formatters[key] = compile_row_program(tp, P, str(tp.query.atom))
+        prog = self._formatters[key]
+        if prog is None:
+            return None
+        spec, svars, ivars = prog
+        got = self._native.B.format_rows(df, spec, [vcol(x) for x in svars],
+                                         [vcol(x) for x in ivars])
+        if got is None:
+            return None
+        skeys, lines, akeys, sts = got
+        grp = 0 if str(self.eng.templates[k].query.atom) == self.main_q else 1
+        self.stats["formatted"] += df.n
+        self.stats["formatted_c"] += df.n
         return pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
                              "skey": pl.Series(skeys, dtype=pl.String),
                              "line": pl.Series(lines, dtype=pl.String),

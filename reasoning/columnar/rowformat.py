@@ -65,31 +65,13 @@ def exclusions(items, names: tuple) -> tuple[str, str]:
     return "{" + ", ".join(obj) + "}", ", ".join(key)
 
 
-def compile_row_formatter(tp, P: frozenset, query_text: str,
-                          excluded: Optional[list] = None) -> Callable:
-    """f(columns, ev, dl[, ng]) -> (sort keys, lines, answer keys, statuses) as bodies, for
-    rows of template `tp` under binding pattern P: `columns` holds, for each variable of
-    sorted(P), its values as a list (strings for objects, integers for times); ev the
-    evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
-    variable)] sorted by name, render.Renderer._exclusion_names — ng the rows' nogood lists
-    (`v:c` texts; Unformattable is raised for one it cannot print)."""
-    vs = sorted(P)
-
-    def plus(name: str, off: int) -> str:
-        return name if off == 0 else f"{name} + {off}" if off > 0 else f"{name} - {-off}"
-
-    var = {x: f"v{x}" for x in vs}
-    n = len(tp.lits)
-    full = (1 << n) - 1
-
-    def concat(parts: list) -> str:
-        """An f-string of static texts and expressions (names and integer arithmetic only:
-        no quote or backslash inside the braces)."""
-        text = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str)
-                       else "{" + p[0] + "}" for p in parts)
-        return "f" + repr(text)
-
-    def literal(j: int) -> str:  # Renderer._literal
+def row_parts(tp, P: frozenset, query_text: str, excluded: Optional[list] = None) -> dict:
+    """The texts a plain row of template `tp` under binding pattern P prints, as lists of
+    parts: static strings, or ("s", x) the value of object variable x, ("i", x, off) time
+    variable x plus off, ("ds",) the deadline, ("st",) the status, ("evj",) / ("hyj",) the
+    evidence / hypotheses JSON lists, ("xo",) / ("xk",) the exclusions' object and answer
+    key items: {"lits": a list per literal (Renderer._literal), "skey", "line", "akey"}."""
+    def literal(j: int) -> list:  # Renderer._literal
         lp = tp.lits[j]
         parts: list = ["" if lp.positive else "not "]
 
@@ -97,7 +79,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
             if not isvar:
                 parts.append(str(Const(x)))
             elif x in P:
-                parts.append((var[x],))
+                parts.append(("s", x))
             else:
                 parts.append(tp.names[x])
 
@@ -105,7 +87,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
             if lp.tvar is None:
                 parts.append(str(lp.toff + d))
             elif lp.tvar in P:
-                parts.append((plus(var[lp.tvar], lp.toff + d),))
+                parts.append(("i", lp.tvar, lp.toff + d))
             else:
                 parts.append(str(Time(tp.names[lp.tvar], lp.toff + d)))
 
@@ -125,7 +107,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
                 parts.append(", ")
             time(0)
             parts.append(")")
-        return concat(parts)
+        return parts
 
     # the substitution's values, by printed name (Renderer._substitution)
     vals: dict = {}
@@ -134,7 +116,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
         if not isvar:
             v = [json.dumps(x, ensure_ascii=False)]
         elif x in P:
-            v = [(plus(var[x], off),)] if x in tp.time_vars else ['"', (var[x],), '"']
+            v = [("i", x, off)] if x in tp.time_vars else ['"', ("s", x), '"']
         else:
             continue
         if name not in vals:
@@ -159,6 +141,86 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
     else:
         akey += ["], [", ("xk",), "]]"]
         xobj = ("xo",)
+    return {"lits": [literal(j) for j in range(len(tp.lits))],
+            "skey": ['{"deadline": ', ("ds",), ', "evidence": ', ("evj",), ', "excluded": ',
+                     xobj, ', "hypotheses": ', ("hyj",), f', "query": {q}, "status": "',
+                     ("st",), '", "substitution": ', *sub(sorted(order))],
+            "line": [f'"query": {q}, "status": "', ("st",), '", "substitution": ',
+                     *sub(order), ', "excluded": ', xobj, ', "evidence": ', ("evj",),
+                     ', "hypotheses": ', ("hyj",), ', "deadline": ', ("ds",), "}"],
+            "akey": akey}
+
+
+def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
+    """row_parts as the C row formatter's program (_ckernels.c format_rows): (spec, object
+    variables of its string columns, time variables of its int columns), in column order;
+    None for what it does not print (exclusions; more than 16 literals)."""
+    parts = row_parts(tp, P, query_text)
+    if len(parts["lits"]) > 16:
+        return None
+    svars: list = []
+    ivars: list = []
+
+    def prog(ps: list) -> tuple:
+        out = []
+        for p in ps:
+            if isinstance(p, str):
+                if p and out and out[-1][0] == 0:  # adjacent texts: one item
+                    out[-1] = (0, out[-1][1] + p, 0)
+                elif p:
+                    out.append((0, p, 0))
+            elif p[0] == "s":
+                if p[1] not in svars:
+                    svars.append(p[1])
+                out.append((1, svars.index(p[1]), 0))
+            elif p[0] == "i":
+                if p[1] not in ivars:
+                    ivars.append(p[1])
+                out.append((2, ivars.index(p[1]), p[2]))
+            else:
+                out.append(({"ds": 4, "st": 5, "evj": 6, "hyj": 7}[p[0]], 0, 0))
+        return tuple(out)
+
+    statics = [p for ps in [*parts["lits"], parts["skey"], parts["line"], parts["akey"]]
+               for p in ps if isinstance(p, str)]
+    if not all(p.isascii() for p in statics):
+        return None  # (static texts are copied as bytes: ASCII only)
+    spec = (tuple(prog(lit) for lit in parts["lits"]),
+            (prog(parts["skey"]), prog(parts["line"]), prog(parts["akey"])),
+            (PENDING, HYPOTHETICAL, DEFINITE))
+    return spec, svars, ivars
+
+
+def compile_row_formatter(tp, P: frozenset, query_text: str,
+                          excluded: Optional[list] = None) -> Callable:
+    """f(columns, ev, dl[, ng]) -> (sort keys, lines, answer keys, statuses) as bodies, for
+    rows of template `tp` under binding pattern P: `columns` holds, for each variable of
+    sorted(P), its values as a list (strings for objects, integers for times); ev the
+    evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
+    variable)] sorted by name, render.Renderer._exclusion_names — ng the rows' nogood lists
+    (`v:c` texts; Unformattable is raised for one it cannot print)."""
+    vs = sorted(P)
+
+    def plus(name: str, off: int) -> str:
+        return name if off == 0 else f"{name} + {off}" if off > 0 else f"{name} - {-off}"
+
+    var = {x: f"v{x}" for x in vs}
+    n = len(tp.lits)
+    full = (1 << n) - 1
+    parts = row_parts(tp, P, query_text, excluded)
+
+    def concat(ps: list) -> str:
+        """An f-string of static texts and expressions (names and integer arithmetic only:
+        no quote or backslash inside the braces)."""
+        def expr(p) -> str:
+            if p[0] == "s":
+                return var[p[1]]
+            if p[0] == "i":
+                return plus(var[p[1]], p[2])
+            return p[0]
+        text = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str)
+                       else "{" + expr(p) + "}" for p in ps)
+        return "f" + repr(text)
 
     def json_list(items: list, minus) -> str:
         """The JSON list expression of the distinct texts of `items` (names), sorted, less
@@ -181,7 +243,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
     if excluded is not None:
         lines.append("        xo, xk = _ex(g, NAMES)")
     for j in range(n):
-        lines.append(f"        l{j} = {literal(j)}")
+        lines.append(f"        l{j} = {concat(parts['lits'][j])}")
 
     def status(m: int) -> str:
         return DEFINITE if m == full else HYPOTHETICAL if m else PENDING
@@ -208,16 +270,9 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
                   ".difference(E))",
                   "        evj, hyj = _jl(E), _jl(H)"]
     lines += ["        ds = 'null' if d is None else str(d)",
-              "        sa(" + concat(['{"deadline": ', ("ds",), ', "evidence": ', ("evj",),
-                                    ', "excluded": ', xobj, ', "hypotheses": ', ("hyj",),
-                                    f', "query": {q}, "status": "', ("st",),
-                                    '", "substitution": ', *sub(sorted(order))]) + ")",
-              "        la(" + concat([f'"query": {q}, "status": "', ("st",),
-                                    '", "substitution": ', *sub(order),
-                                    ', "excluded": ', xobj, ', "evidence": ', ("evj",),
-                                    ', "hypotheses": ', ("hyj",), ', "deadline": ', ("ds",),
-                                    "}"]) + ")",
-              "        aa(" + concat(akey) + ")",
+              "        sa(" + concat(parts["skey"]) + ")",
+              "        la(" + concat(parts["line"]) + ")",
+              "        aa(" + concat(parts["akey"]) + ")",
               "        ta(st)",
               "    return skeys, lines, akeys, sts"]
     src = "\n".join(lines)
