@@ -769,14 +769,16 @@ fail:
 }
 
 /* ------------------------------------------------------------------ row formatter
- * format_rows(spec, scols, icols, vals, ev, dl, dlnull) -> None | (skeys, lines, akeys, sts)
+ * format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick)
+ *     -> None | (skeys, lines, akeys, sts)
  * The text bodies of rows.py-style plain rows, rowformat.compile_row_program's spec run a
  * row at a time (the same bytes as the compiled Python formatter, tested against it):
  *   spec = (lits, outs, statuses): lits a tuple of programs (one a literal of the
  *   template), outs the programs of the sort key, line and answer key, statuses the
  *   (pending, hypothetical, definite) str objects; a program is a tuple of items
  *   (kind, a, b): 0 static text a; 1 string column a; 2 int column a plus b; 4 the
- *   deadline (null when dlnull); 5 the status; 6 the evidence list; 7 the hypotheses list.
+ *   deadline (null when dlnull); 5 the status; 6 the evidence list; 7 the hypotheses list;
+ *   8 the tick.
  * scols: int64 arrays of ids into vals (the interned strings); icols: int64 arrays; ev,
  * dl: int64 arrays; dlnull: bool array.  The evidence is the literals of the row's mask
  * (bit j: literal j), sorted and distinct; the hypotheses the others' texts less those.
@@ -940,8 +942,9 @@ static int put_list(fbuf *b, const char *lb, const Py_ssize_t *lo, const Py_ssiz
 static PyObject *format_rows(PyObject *self, PyObject *args)
 {
     PyObject *spec, *scols, *icols, *vals, *evo, *dlo, *dno;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO", &PyTuple_Type, &spec, &PyTuple_Type, &scols,
-                          &PyTuple_Type, &icols, &PyList_Type, &vals, &evo, &dlo, &dno))
+    long long tick;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOL", &PyTuple_Type, &spec, &PyTuple_Type, &scols,
+                          &PyTuple_Type, &icols, &PyList_Type, &vals, &evo, &dlo, &dno, &tick))
         return NULL;
     PyObject *res = NULL, *outl[4] = {NULL, NULL, NULL, NULL};
     PyArrayObject *sa[FMT_MAX_COLS] = {0}, *ia[FMT_MAX_COLS] = {0};
@@ -1000,7 +1003,7 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
         for (Py_ssize_t i = 0; i < pg->n; i++) {
             fitem *f = &pg->it[i];
             if ((f->kind == 1 && (f->a < 0 || f->a >= ns)) ||
-                (f->kind == 2 && (f->a < 0 || f->a >= ni)) || f->kind < 0 || f->kind > 7 ||
+                (f->kind == 2 && (f->a < 0 || f->a >= ni)) || f->kind < 0 || f->kind > 8 ||
                 f->kind == 3 || (g < nl && f->kind > 2)) {
                 PyErr_SetString(PyExc_ValueError, "format_rows: bad item");
                 goto done;
@@ -1106,6 +1109,9 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
                 case 7:
                     rc = fb_put(&ob, eb.p + evn, eb.n - evn);
                     break;
+                case 8:
+                    rc = fb_int(&ob, tick);
+                    break;
                 }
                 if (rc < 0)
                     goto nomem;
@@ -1159,8 +1165,8 @@ static PyMethodDef methods[] = {
     {"hash_insert", hash_insert, METH_VARARGS,
      "hash_insert(k1, k2, v, t1, t2, tv, bits) -> number of new keys"},
     {"format_rows", format_rows, METH_VARARGS,
-     "format_rows(spec, scols, icols, vals, ev, dl, dlnull) -> None | (skeys, lines, akeys, "
-     "sts)"},
+     "format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick) -> None | (skeys, lines, "
+     "akeys, sts)"},
     {"scan_facts", scan_facts, METH_VARARGS,
      "scan_facts(lines, max_line, exact) -> None | (ticks, ts, pred_ids, preds, nargs, "
      "flat, dx)"},

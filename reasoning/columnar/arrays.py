@@ -1550,11 +1550,11 @@ class ArraysBackend(InProcessFrames):
             return max(_SYM.vals[i] for i in np.unique(v).tolist())
         return v.max().item()
 
-    def format_rows(self, df, spec: tuple, scols: list, icols: list):
+    def format_rows(self, df, spec: tuple, scols: list, icols: list, tick: int):
         """The C row formatter (rowformat.compile_row_program's spec) over a frame's own
         columns — string ids, times, evidence masks, deadlines — without decoding them:
-        (skeys, lines, akeys, statuses), or None (no C kernels; a null binding; a value
-        that is not bare)."""
+        (skeys, lines, akeys, statuses) of tick `tick`, or None (no C kernels; a null
+        binding; a value that is not bare)."""
         fmt = getattr(kernels._impl, "format_rows", None) if kernels.IMPL == "c" else None
         if fmt is None or df.n == 0:
             return None
@@ -1574,7 +1574,7 @@ class ArraysBackend(InProcessFrames):
             dlv, dln = np.zeros(df.n, np.int64), np.ones(df.n, bool)
         else:
             dlv, dln = dl.v, (dl.m if dl.m is not None else np.zeros(df.n, bool))
-        return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln)
+        return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick)
 
     def any_nonempty_list(self, df, col: str) -> bool:
         c = df.cols[col]

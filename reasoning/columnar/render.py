@@ -70,7 +70,9 @@ class Renderer:
             self._native.stats = self.stats
         self._table = False  # rendering the lake's answers-table columns
         self._memo = None  # (frames, options, rendered) of the last call of lines()
-        self._rcache: dict = {}  # (k, P) -> the line bodies of the previous tick's rows
+        # (k, P) -> the previous tick's rows: their line bodies (_render_cached), or (key
+        # columns, rendered rows, their tick) (_render_native_cached)
+        self._rcache: dict = {}
         self._rcache_gen = None  # the native executor's id generation they were made in
         self._plain = False  # while rendering rows whose strings need no JSON escape
         self._static_plain: dict = {}  # k -> the template's static texts need none
@@ -577,10 +579,11 @@ class Renderer:
     def _render_native_cached(self, k: int, P, df, tau: int, kept: dict):
         """_render_cached on the executor's own frames (arrays): a row equal to one of the
         previous tick in every rendered column — bindings, evidence mask, deadline and
-        nogoods, as interned ids — takes that row's line; only the other rows are converted
-        to Polars and rendered.  Rows whose nogoods combine variables (`*`: the object
+        nogoods, as interned ids — takes that row's line (its tick rewritten); only the
+        other rows are rendered, straight from the executor's columns (_render_formatted)
+        or converted to Polars.  Rows whose nogoods combine variables (`*`: the object
         builder's) are returned to render as before.  Returns (rows left to render or
-        None, the lines of the others)."""
+        None, the rendered rows of tick τ)."""
         import numpy as np
         import polars as pl
 
@@ -600,13 +603,15 @@ class Renderer:
         if NB.is_empty(df):
             return rest, None
         old = self._rcache.get((k, P)) if self._rcache_gen == NB.generation() else None
-        bodies = []
+        parts = []  # (key columns, rendered rows of tick τ)
         if old is not None:
-            okeys, obody = old
+            okeys, orows, otau = old
             hit = NB.member_rows(okeys, df, keys)
             if hit.any():
                 idx = np.flatnonzero(hit)
-                bodies.append((okeys.take(idx, idx.size), obody.filter(pl.Series(hit))))
+                got = orows.filter(pl.Series(hit))
+                parts.append((okeys.take(idx, idx.size),
+                              got if otau == tau else self._re_tick(got, otau, tau)))
             new_rows = ~NB.member_rows(df, okeys, keys)
             if new_rows.all():
                 new = df
@@ -615,11 +620,11 @@ class Renderer:
                 new = df.take(idx, idx.size)
         else:
             new = df
-        if new.n and (got := self._render_formatted(k, P, new)) is not None:
-            bodies.append((NB.select_cols(new, keys), got))
+        if new.n and (got := self._render_formatted(k, P, new, tau)) is not None:
+            parts.append((NB.select_cols(new, keys), got))
         elif new.n and self._few(new):
-            got = self._render_python(k, P, new, tau, native=True)
-            bodies.append((NB.select_cols(new, keys), self._untick(got, tau)))
+            parts.append((NB.select_cols(new, keys),
+                          self._render_python(k, P, new, tau, native=True)))
         elif new.n:
             # only the columns a line reads (not exp, dlp, unb, born) go to Polars
             todo = NB.with_row_id(NB.select_cols(new, keys), "_ri")
@@ -628,17 +633,30 @@ class Renderer:
             got = pl.concat(drawn).sort("_ri") if len(drawn) > 1 else drawn[0].sort("_ri")
             if got.height != new.n:  # every row is drawn once, in its order
                 raise AssertionError("native render cache: rows lost")
-            bodies.append((NB.select_cols(new, keys), self._untick(got, tau)))
-        okeys = NB.concat([b[0] for b in bodies])
-        obody = pl.concat([b[1] for b in bodies]) if len(bodies) > 1 else bodies[0][1]
-        kept[(k, P)] = (okeys, obody)
-        return rest, self._retick(obody, tau)
+            parts.append((NB.select_cols(new, keys),
+                          got.select("grp", "skey", "line", "akey", "status")))
+        okeys = NB.concat([p[0] for p in parts])
+        orows = pl.concat([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+        kept[(k, P)] = (okeys, orows, tau)
+        return rest, orows
 
-    def _render_formatted(self, k: int, P, df):
-        """The bodies (_untick's columns) of native rows whose every printed string needs no
-        JSON escape and whose nogoods are single-variable (`excluded`), by the template's
-        compiled row formatter (rowformat.py); None when some row does not qualify (the
-        object builder or the string plan renders them)."""
+    @staticmethod
+    def _re_tick(df, old: int, tau: int):
+        """Rendered rows of tick `old` as rows of tick τ (_untick then _retick, in one)."""
+        import polars as pl
+
+        return df.select(
+            "grp", pl.concat_str([pl.col("skey").str.head(-len(f', "tick": {old}}}')),
+                                  pl.lit(f', "tick": {tau}}}')]).alias("skey"),
+            pl.concat_str([pl.lit(f'{{"tick": {tau}, '),
+                           pl.col("line").str.slice(len(f'{{"tick": {old}, '))]).alias("line"),
+            "akey", "status")
+
+    def _render_formatted(self, k: int, P, df, tau: int):
+        """The rendered rows (grp, skey, line, akey, status) of tick τ of native rows whose
+        every printed string needs no JSON escape and whose nogoods are single-variable
+        (`excluded`), by the template's compiled row formatter (rowformat.py); None when
+        some row does not qualify (the object builder or the string plan renders them)."""
         import polars as pl
 
         from .rowformat import Unformattable, all_bare, compile_row_formatter
@@ -655,7 +673,7 @@ class Renderer:
             if names is None:
                 return None
             ngs = NB.column_list(df, "ng")
-        if names is None and C_FORMAT and (got := self._format_c(k, P, df)) is not None:
+        if names is None and C_FORMAT and (got := self._format_c(k, P, df, tau)) is not None:
             return got
         if len(tp.lits) > 2 and df.n > FORMAT_MAX_ROWS:
             return None  # sorting 3+ literal texts a row: the string plan is cheaper
@@ -674,7 +692,7 @@ class Renderer:
                                                                 names)
         args = [cols, NB.column_list(df, "ev"), NB.column_list(df, "dl")]
         try:
-            skeys, lines, akeys, sts = fmt(*args) if ngs is None else fmt(*args, ngs)
+            skeys, lines, akeys, sts = fmt(*args, ngs, tau)
         except Unformattable:
             return None
         grp = 0 if str(tp.query.atom) == self.main_q else 1
@@ -686,8 +704,8 @@ class Renderer:
                              "akey": pl.Series(akeys, dtype=pl.String),
                              "status": pl.Series(sts, dtype=pl.String)})
 
-    def _format_c(self, k: int, P, df):
-        """_render_formatted's bodies by the C row formatter (rowformat.compile_row_program)
+    def _format_c(self, k: int, P, df, tau: int):
+        """_render_formatted's rows by the C row formatter (rowformat.compile_row_program)
         for rows without exclusions, ~10× cheaper than the compiled Python one; None when
         it does not apply (no C kernels, a value not bare, a null binding)."""
         import polars as pl
@@ -703,7 +721,7 @@ class Renderer:
             return None
         spec, svars, ivars = prog
         got = self._native.B.format_rows(df, spec, [vcol(x) for x in svars],
-                                         [vcol(x) for x in ivars])
+                                         [vcol(x) for x in ivars], tau)
         if got is None:
             return None
         skeys, lines, akeys, sts = got

@@ -5,10 +5,10 @@ is its own JSON text between quotes (bare constants), whose nogoods are single-v
 one-literal template, against ~3 µs for the plan's Polars operations on a tick's ~10³ new
 rows (their fixed cost dominates at that height).
 
-The function returns the rows' bodies as render.Renderer._untick leaves them — the sort key
-without its `, "tick": τ}` suffix, the line without its `{"tick": τ, ` prefix — so they are
-cached across ticks as they are; explain.py's objects are the reference (same bytes, tested
-against the row engine's output and the Polars backend's)."""
+The function returns the rows' sort keys, lines and answer keys of a given tick (its C twin,
+_ckernels.c format_rows, runs compile_row_program's version of the same parts); explain.py's
+objects are the reference (same bytes, tested against the row engine's output and the
+Polars backend's)."""
 from __future__ import annotations
 
 import json
@@ -70,7 +70,8 @@ def row_parts(tp, P: frozenset, query_text: str, excluded: Optional[list] = None
     parts: static strings, or ("s", x) the value of object variable x, ("i", x, off) time
     variable x plus off, ("ds",) the deadline, ("st",) the status, ("evj",) / ("hyj",) the
     evidence / hypotheses JSON lists, ("xo",) / ("xk",) the exclusions' object and answer
-    key items: {"lits": a list per literal (Renderer._literal), "skey", "line", "akey"}."""
+    key items, ("tick",) the tick: {"lits": a list per literal (Renderer._literal), "skey",
+    "line", "akey"}."""
     def literal(j: int) -> list:  # Renderer._literal
         lp = tp.lits[j]
         parts: list = ["" if lp.positive else "not "]
@@ -144,10 +145,12 @@ def row_parts(tp, P: frozenset, query_text: str, excluded: Optional[list] = None
     return {"lits": [literal(j) for j in range(len(tp.lits))],
             "skey": ['{"deadline": ', ("ds",), ', "evidence": ', ("evj",), ', "excluded": ',
                      xobj, ', "hypotheses": ', ("hyj",), f', "query": {q}, "status": "',
-                     ("st",), '", "substitution": ', *sub(sorted(order))],
-            "line": [f'"query": {q}, "status": "', ("st",), '", "substitution": ',
-                     *sub(order), ', "excluded": ', xobj, ', "evidence": ', ("evj",),
-                     ', "hypotheses": ', ("hyj",), ', "deadline": ', ("ds",), "}"],
+                     ("st",), '", "substitution": ', *sub(sorted(order)), ', "tick": ',
+                     ("tick",), "}"],
+            "line": ['{"tick": ', ("tick",), f', "query": {q}, "status": "', ("st",),
+                     '", "substitution": ', *sub(order), ', "excluded": ', xobj,
+                     ', "evidence": ', ("evj",), ', "hypotheses": ', ("hyj",),
+                     ', "deadline": ', ("ds",), "}"],
             "akey": akey}
 
 
@@ -178,7 +181,7 @@ def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
                     ivars.append(p[1])
                 out.append((2, ivars.index(p[1]), p[2]))
             else:
-                out.append(({"ds": 4, "st": 5, "evj": 6, "hyj": 7}[p[0]], 0, 0))
+                out.append(({"ds": 4, "st": 5, "evj": 6, "hyj": 7, "tick": 8}[p[0]], 0, 0))
         return tuple(out)
 
     statics = [p for ps in [*parts["lits"], parts["skey"], parts["line"], parts["akey"]]
@@ -193,12 +196,12 @@ def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
 
 def compile_row_formatter(tp, P: frozenset, query_text: str,
                           excluded: Optional[list] = None) -> Callable:
-    """f(columns, ev, dl[, ng]) -> (sort keys, lines, answer keys, statuses) as bodies, for
-    rows of template `tp` under binding pattern P: `columns` holds, for each variable of
-    sorted(P), its values as a list (strings for objects, integers for times); ev the
-    evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
+    """f(columns, ev, dl, ng, tick) -> (sort keys, lines, answer keys, statuses) of tick
+    `tick`, for rows of template `tp` under binding pattern P: `columns` holds, for each
+    variable of sorted(P), its values as a list (strings for objects, integers for times);
+    ev the evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
     variable)] sorted by name, render.Renderer._exclusion_names — ng the rows' nogood lists
-    (`v:c` texts; Unformattable is raised for one it cannot print)."""
+    (`v:c` texts; Unformattable is raised for one it cannot print), else None."""
     vs = sorted(P)
 
     def plus(name: str, off: int) -> str:
@@ -235,7 +238,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
         return f"_jl(sorted({got}))"
 
     ng = ", g" if excluded is not None else ""
-    lines = [f"def fmt(columns, ev, dl{', ng' if ng else ''}):",
+    lines = ["def fmt(columns, ev, dl, ng, tick):",
              "    skeys, lines, akeys, sts = [], [], [], []",
              "    sa, la, aa, ta = skeys.append, lines.append, akeys.append, sts.append",
              f"    for {''.join(var[x] + ', ' for x in vs)}e, d{ng} in zip(*columns, ev, dl"
