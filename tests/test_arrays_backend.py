@@ -6,7 +6,7 @@ every opportunity — and bounded interned tables over a long run."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from reasoning.columnar import arrays, kernels
@@ -494,3 +494,67 @@ def test_encode_gives_the_ids_one_by_one_would():
                 live = np.array(sorted(rnd.sample(range(len(a.vals)), len(a.vals) // 2)),
                                 np.int64)
                 assert a.sweep(live) == b.sweep(live)
+
+
+_NG_GOOD = st.tuples(st.sampled_from([0, 1, 2]),
+                     st.sampled_from(["a", "b7", "wt_1", "12", "-3"])).map(lambda t: f"{t[0]}:{t[1]}")
+_NG_ODD = st.sampled_from(["0:", "0:x y", '0:q"', "*[[0, 1]]", '*[[0, "a"], [1, "b"]]', "9:a",
+                           "0:é"])
+_NG_LIST = st.tuples(st.lists(_NG_GOOD, max_size=80),
+                     st.one_of(st.none(), st.none(), st.none(), st.none(), _NG_ODD),
+                     st.integers(0, 80)).map(
+    lambda t: t[0] if t[1] is None else t[0][:t[2]] + [t[1]] + t[0][t[2]:])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_NG_LIST, min_size=1, max_size=6), st.booleans(),
+       st.lists(st.integers(0, 3), min_size=6, max_size=6))
+def test_the_c_row_formatter_prints_exclusions_as_the_python_one(lists, norm, masks):
+    """Rows with nogood lists (short tuples and long arrays; sorted and distinct or not;
+    bare or not; `*` items; variables not printed): the C formatter prints what the compiled
+    Python formatter prints (rowformat.exclusions), or declines the batch where the Python
+    one raises Unformattable or sorts the list first."""
+    import numpy as np
+
+    from reasoning.columnar.rowformat import (Unformattable, compile_row_formatter,
+                                              compile_row_program)
+
+    if kernels.IMPL != "c":
+        pytest.skip("no C kernels")
+    cp = compile_program("#query Q(X, Y, Z, T).\nQ(X, Y, Z, T) :- A(X, T), not B(Y, Z, T).\n",
+                         "<t>")
+    tp = next(t for t in Session(cp, engine="columnar").col.templates if t.qid == 0)
+    P = frozenset(v for v in range(len(tp.names)) if tp.names[v] in ("X", "T"))
+    names = sorted((tp.names[v], v) for v in range(len(tp.names)) if v not in P)
+    printed = [v for _, v in names]  # (the generated `k:c` name the k-th of them)
+    lists = [[f"{printed[int(x[0]) % len(printed)]}{x[1:]}" if x[:1] in "012" and x[1:2] == ":"
+              else x for x in lst] for lst in lists]
+    ngl = [sorted(set(x)) if norm else x for x in lists]
+    n = len(ngl)
+    sv = sorted(P)
+    cols = [[f"d{i}" for i in range(n)] if tp.names[v] == "X" else list(range(n)) for v in sv]
+    ev = [masks[i] % 4 for i in range(n)]
+    dl = [None if i % 2 else 5 + i for i in range(n)]
+    py = compile_row_formatter(tp, P, "Q(X, Y, Z, T)", names)
+    try:
+        want = py(cols, ev, dl, ngl, 7)
+    except Unformattable:
+        want = None
+    spec, svars, ivars = compile_row_program(tp, P, "Q(X, Y, Z, T)", names)
+    vals = sorted({s for x in ngl for s in x} | set(cols[sv.index(svars[0])]))
+    sid = {s: i for i, s in enumerate(vals)}
+    lsts = [tuple(sid[s] for s in x) if len(x) < 64 else np.array([sid[s] for s in x], np.int64)
+            for x in ngl]
+    got = kernels._impl.format_rows(
+        spec, tuple(np.array([sid[x] for x in cols[sv.index(v)]], np.int64) for v in svars),
+        tuple(np.array(cols[sv.index(v)], np.int64) for v in ivars), vals,
+        np.array(ev, np.int64), np.array([d or 0 for d in dl], np.int64),
+        np.array([d is None for d in dl]), 7, np.arange(n, dtype=np.int64), lsts)
+    sorted_distinct = all(list(x) == sorted(set(x)) for x in ngl)
+    event("C printed" if got is not None else "C declined")
+    if got is None:
+        assert want is None or not sorted_distinct
+    else:
+        assert want is not None and tuple(got) == tuple(want)
+    if want is not None and sorted_distinct:
+        assert got is not None

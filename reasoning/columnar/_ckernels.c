@@ -769,16 +769,20 @@ fail:
 }
 
 /* ------------------------------------------------------------------ row formatter
- * format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick)
+ * format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick, ng, lists)
  *     -> None | (skeys, lines, akeys, sts)
  * The text bodies of rows.py-style plain rows, rowformat.compile_row_program's spec run a
  * row at a time (the same bytes as the compiled Python formatter, tested against it):
- *   spec = (lits, outs, statuses): lits a tuple of programs (one a literal of the
+ *   spec = (lits, outs, statuses, names): lits a tuple of programs (one a literal of the
  *   template), outs the programs of the sort key, line and answer key, statuses the
  *   (pending, hypothetical, definite) str objects; a program is a tuple of items
  *   (kind, a, b): 0 static text a; 1 string column a; 2 int column a plus b; 4 the
  *   deadline (null when dlnull); 5 the status; 6 the evidence list; 7 the hypotheses list;
- *   8 the tick.
+ *   8 the tick; 10 the exclusions' object, 11 the answer key's exclusion items
+ *   (rowformat.exclusions: names is a tuple of (JSON of the printed name, variable) sorted
+ *   by name; ng the rows' nogood-list ids into lists, whose entries hold string ids — a
+ *   tuple of ints, or an int64 array — of `v:c` texts, sorted and distinct, single-variable
+ *   and bare: else None).
  * scols: int64 arrays of ids into vals (the interned strings); icols: int64 arrays; ev,
  * dl: int64 arrays; dlnull: bool array.  The evidence is the literals of the row's mask
  * (bit j: literal j), sorted and distinct; the hypotheses the others' texts less those.
@@ -939,21 +943,137 @@ static int put_list(fbuf *b, const char *lb, const Py_ssize_t *lo, const Py_ssiz
     return fb_put(b, "]", 1);
 }
 
+#define FMT_MAX_NAMES 32
+
+/* the exclusions of a row (rowformat.exclusions) into xo (the object) and xk (the answer
+ * key's items): 0, -1 (memory), or 1 when the row's list is not what this prints */
+static int put_exclusions(fbuf *xo, fbuf *xk, PyObject *entry, PyObject *vals,
+                          Py_ssize_t nvals, int nn, const char **jn, const Py_ssize_t *jl,
+                          const long *jv)
+{
+    xo->n = xk->n = 0;
+    Py_ssize_t m = 0;
+    const int64_t *arr = NULL;
+    if (PyTuple_Check(entry))
+        m = PyTuple_GET_SIZE(entry);
+    else if (PyArray_Check(entry) && PyArray_TYPE((PyArrayObject *)entry) == NPY_INT64 &&
+             PyArray_NDIM((PyArrayObject *)entry) == 1 &&
+             PyArray_IS_C_CONTIGUOUS((PyArrayObject *)entry)) {
+        m = PyArray_DIM((PyArrayObject *)entry, 0);
+        arr = (const int64_t *)PyArray_DATA((PyArrayObject *)entry);
+    }
+    else
+        return 1;
+    if (m == 0)
+        return fb_put(xo, "{}", 2);
+    Py_ssize_t rs[FMT_MAX_NAMES], re[FMT_MAX_NAMES];
+    for (int j = 0; j < nn; j++)
+        rs[j] = re[j] = -1;
+    const char *pt = NULL;
+    Py_ssize_t pn = 0;
+    int cur = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long long id;
+        if (arr != NULL)
+            id = arr[i];
+        else {
+            PyObject *x = PyTuple_GET_ITEM(entry, i);
+            if (!PyLong_Check(x))
+                return 1;
+            id = PyLong_AsLongLong(x);
+            if (id == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 1;
+            }
+        }
+        if (id < 0 || id >= nvals)
+            return 1;
+        PyObject *v = PyList_GET_ITEM(vals, id);
+        if (!PyUnicode_Check(v) || !PyUnicode_IS_COMPACT_ASCII(v))
+            return 1;
+        const char *t = (const char *)PyUnicode_DATA(v);
+        Py_ssize_t tn = PyUnicode_GET_LENGTH(v);
+        if (pt != NULL) { /* strictly increasing: sorted and distinct */
+            Py_ssize_t k = pn < tn ? pn : tn;
+            int c = memcmp(pt, t, k);
+            if (c > 0 || (c == 0 && pn >= tn))
+                return 1;
+        }
+        pt = t;
+        pn = tn;
+        Py_ssize_t d = 0;
+        long var = 0;
+        while (d < tn && is_digit(t[d]) && d < 9)
+            var = var * 10 + (t[d++] - '0');
+        if (d == 0 || d >= tn || t[d] != ':' || !bare_text(t + d + 1, tn - d - 1))
+            return 1;
+        if (cur < 0 || jv[cur] != var) {
+            cur = -1;
+            for (int j = 0; j < nn; j++)
+                if (jv[j] == var) {
+                    cur = j;
+                    break;
+                }
+            if (cur < 0 || rs[cur] >= 0)
+                return 1; /* a variable not printed, or its run split (not sorted) */
+            rs[cur] = i;
+        }
+        re[cur] = i + 1;
+    }
+    int first = 1;
+    if (fb_put(xo, "{", 1) < 0)
+        return -1;
+    for (int j = 0; j < nn; j++) {
+        if (rs[j] < 0)
+            continue;
+        Py_ssize_t at = xo->n;
+        if ((!first && fb_put(xo, ", ", 2) < 0) || fb_put(xo, jn[j], jl[j]) < 0 ||
+            fb_put(xo, ": [", 3) < 0)
+            return -1;
+        for (Py_ssize_t i = rs[j]; i < re[j]; i++) {
+            long long id = arr != NULL ? arr[i] : PyLong_AsLongLong(PyTuple_GET_ITEM(entry, i));
+            PyObject *v = PyList_GET_ITEM(vals, id);
+            const char *t = (const char *)PyUnicode_DATA(v);
+            Py_ssize_t tn = PyUnicode_GET_LENGTH(v), d = 0;
+            while (t[d] != ':')
+                d++;
+            if ((i > rs[j] && fb_put(xo, ", ", 2) < 0) || fb_put(xo, "\"", 1) < 0 ||
+                fb_put(xo, t + d + 1, tn - d - 1) < 0 || fb_put(xo, "\"", 1) < 0)
+                return -1;
+        }
+        if (fb_put(xo, "]", 1) < 0)
+            return -1;
+        /* the answer key's item: [name, [...]] (the same list text) */
+        Py_ssize_t li = at + (first ? 0 : 2) + jl[j] + 2;
+        if ((!first && fb_put(xk, ", ", 2) < 0) || fb_put(xk, "[", 1) < 0 ||
+            fb_put(xk, jn[j], jl[j]) < 0 || fb_put(xk, ", ", 2) < 0 ||
+            fb_put(xk, xo->p + li, xo->n - li) < 0 || fb_put(xk, "]", 1) < 0)
+            return -1;
+        first = 0;
+    }
+    return fb_put(xo, "}", 1);
+}
+
 static PyObject *format_rows(PyObject *self, PyObject *args)
 {
-    PyObject *spec, *scols, *icols, *vals, *evo, *dlo, *dno;
+    PyObject *spec, *scols, *icols, *vals, *evo, *dlo, *dno, *ngo, *lists;
     long long tick;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOL", &PyTuple_Type, &spec, &PyTuple_Type, &scols,
-                          &PyTuple_Type, &icols, &PyList_Type, &vals, &evo, &dlo, &dno, &tick))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOLOO", &PyTuple_Type, &spec, &PyTuple_Type, &scols,
+                          &PyTuple_Type, &icols, &PyList_Type, &vals, &evo, &dlo, &dno, &tick,
+                          &ngo, &lists))
         return NULL;
     PyObject *res = NULL, *outl[4] = {NULL, NULL, NULL, NULL};
     PyArrayObject *sa[FMT_MAX_COLS] = {0}, *ia[FMT_MAX_COLS] = {0};
-    PyArrayObject *eva = NULL, *dla = NULL, *dna = NULL;
+    PyArrayObject *eva = NULL, *dla = NULL, *dna = NULL, *nga = NULL;
     fprog lits[FMT_MAX_LITS], outs[3];
     int nl = 0, no = 0;
-    fbuf lb = {0}, ob = {0}, eb = {0};
+    fbuf lb = {0}, ob = {0}, eb = {0}, xo = {0}, xk = {0};
+    const char *jn[FMT_MAX_NAMES];
+    Py_ssize_t jl[FMT_MAX_NAMES];
+    long jv[FMT_MAX_NAMES];
+    int nn = -1; /* names: -1 none (the program prints no exclusions) */
     Py_ssize_t ns = PyTuple_GET_SIZE(scols), ni = PyTuple_GET_SIZE(icols);
-    if (PyTuple_GET_SIZE(spec) != 3 || ns > FMT_MAX_COLS || ni > FMT_MAX_COLS) {
+    if (PyTuple_GET_SIZE(spec) != 4 || ns > FMT_MAX_COLS || ni > FMT_MAX_COLS) {
         PyErr_SetString(PyExc_ValueError, "format_rows: bad spec or too many columns");
         return NULL;
     }
@@ -964,6 +1084,29 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
         PyTuple_GET_SIZE(tl) > FMT_MAX_LITS) {
         PyErr_SetString(PyExc_ValueError, "format_rows: bad spec");
         return NULL;
+    }
+    PyObject *tn_ = PyTuple_GET_ITEM(spec, 3);
+    if (tn_ != Py_None) {
+        if (!PyTuple_Check(tn_) || PyTuple_GET_SIZE(tn_) > FMT_MAX_NAMES ||
+            !PyList_Check(lists)) {
+            PyErr_SetString(PyExc_ValueError, "format_rows: bad names or lists");
+            return NULL;
+        }
+        nn = (int)PyTuple_GET_SIZE(tn_);
+        for (int j = 0; j < nn; j++) {
+            PyObject *x = PyTuple_GET_ITEM(tn_, j);
+            if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2 ||
+                !PyUnicode_Check(PyTuple_GET_ITEM(x, 0)) ||
+                !PyUnicode_IS_COMPACT_ASCII(PyTuple_GET_ITEM(x, 0))) {
+                PyErr_SetString(PyExc_ValueError, "format_rows: a name is (ASCII JSON, var)");
+                return NULL;
+            }
+            jn[j] = (const char *)PyUnicode_DATA(PyTuple_GET_ITEM(x, 0));
+            jl[j] = PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(x, 0));
+            jv[j] = PyLong_AsLong(PyTuple_GET_ITEM(x, 1));
+            if (jv[j] == -1 && PyErr_Occurred())
+                return NULL;
+        }
     }
     for (; nl < PyTuple_GET_SIZE(tl); nl++)
         if (parse_prog(PyTuple_GET_ITEM(tl, nl), &lits[nl]) < 0) {
@@ -983,6 +1126,13 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
     npy_intp n = PyArray_DIM(eva, 0);
     if (PyArray_DIM(dla, 0) != n || PyArray_DIM(dna, 0) != n)
         goto badlen;
+    if (nn >= 0) {
+        nga = as_array(ngo, NPY_INT64, 1);
+        if (!nga)
+            goto done;
+        if (PyArray_DIM(nga, 0) != n)
+            goto badlen;
+    }
     for (Py_ssize_t c = 0; c < ns; c++) {
         sa[c] = as_array(PyTuple_GET_ITEM(scols, c), NPY_INT64, 1);
         if (!sa[c])
@@ -1003,8 +1153,9 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
         for (Py_ssize_t i = 0; i < pg->n; i++) {
             fitem *f = &pg->it[i];
             if ((f->kind == 1 && (f->a < 0 || f->a >= ns)) ||
-                (f->kind == 2 && (f->a < 0 || f->a >= ni)) || f->kind < 0 || f->kind > 8 ||
-                f->kind == 3 || (g < nl && f->kind > 2)) {
+                (f->kind == 2 && (f->a < 0 || f->a >= ni)) || f->kind < 0 || f->kind > 11 ||
+                f->kind == 3 || f->kind == 9 || (nn < 0 && f->kind >= 10) ||
+                (g < nl && f->kind > 2)) {
                 PyErr_SetString(PyExc_ValueError, "format_rows: bad item");
                 goto done;
             }
@@ -1068,6 +1219,23 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
         }
         int st = m == full ? 2 : m ? 1 : 0;
         PyObject *sto = PyTuple_GET_ITEM(tst, st);
+        if (nn >= 0) {
+            int64_t lid = ((const int64_t *)PyArray_DATA(nga))[r];
+            int rc;
+            if (lid < 0) { /* (a null list: no exclusion) */
+                xo.n = xk.n = 0;
+                rc = fb_put(&xo, "{}", 2);
+            }
+            else if (lid >= PyList_GET_SIZE(lists))
+                goto none;
+            else
+                rc = put_exclusions(&xo, &xk, PyList_GET_ITEM(lists, lid), vals, nvals, nn, jn,
+                                    jl, jv);
+            if (rc < 0)
+                goto nomem;
+            if (rc > 0)
+                goto none;
+        }
         /* the evidence and hypotheses lists, once a row */
         Py_ssize_t evn = 0;
         eb.n = 0;
@@ -1112,6 +1280,12 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
                 case 8:
                     rc = fb_int(&ob, tick);
                     break;
+                case 10:
+                    rc = fb_put(&ob, xo.p, xo.n);
+                    break;
+                case 11:
+                    rc = fb_put(&ob, xk.p, xk.n);
+                    break;
                 }
                 if (rc < 0)
                     goto nomem;
@@ -1150,6 +1324,9 @@ done:
     Py_XDECREF(eva);
     Py_XDECREF(dla);
     Py_XDECREF(dna);
+    Py_XDECREF(nga);
+    free(xo.p);
+    free(xk.p);
     free(lb.p);
     free(ob.p);
     free(eb.p);
@@ -1165,8 +1342,8 @@ static PyMethodDef methods[] = {
     {"hash_insert", hash_insert, METH_VARARGS,
      "hash_insert(k1, k2, v, t1, t2, tv, bits) -> number of new keys"},
     {"format_rows", format_rows, METH_VARARGS,
-     "format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick) -> None | (skeys, lines, "
-     "akeys, sts)"},
+     "format_rows(spec, scols, icols, vals, ev, dl, dlnull, tick, ng, lists) -> None | "
+     "(skeys, lines, akeys, sts)"},
     {"scan_facts", scan_facts, METH_VARARGS,
      "scan_facts(lines, max_line, exact) -> None | (ticks, ts, pred_ids, preds, nargs, "
      "flat, dx)"},

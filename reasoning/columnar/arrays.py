@@ -1554,7 +1554,7 @@ class ArraysBackend(InProcessFrames):
         """The C row formatter (rowformat.compile_row_program's spec) over a frame's own
         columns — string ids, times, evidence masks, deadlines — without decoding them:
         (skeys, lines, akeys, statuses) of tick `tick`, or None (no C kernels; a null
-        binding; a value that is not bare)."""
+        binding; a value that is not bare; exclusions it does not print)."""
         fmt = getattr(kernels._impl, "format_rows", None) if kernels.IMPL == "c" else None
         if fmt is None or df.n == 0:
             return None
@@ -1574,7 +1574,13 @@ class ArraysBackend(InProcessFrames):
             dlv, dln = np.zeros(df.n, np.int64), np.ones(df.n, bool)
         else:
             dlv, dln = dl.v, (dl.m if dl.m is not None else np.zeros(df.n, bool))
-        return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick)
+        ng = None
+        if spec[3] is not None:  # the exclusions: the rows' nogood lists (ids into _LST)
+            c = cols["ng"]
+            if c.k != STRLIST:
+                return None
+            ng = c.v if c.m is None else np.where(c.m, -1, c.v)
+        return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick, ng, _LST.vals)
 
     def any_nonempty_list(self, df, col: str) -> bool:
         c = df.cols[col]

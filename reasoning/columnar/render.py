@@ -672,9 +672,10 @@ class Renderer:
             names = self._exclusion_names(k, P)
             if names is None:
                 return None
-            ngs = NB.column_list(df, "ng")
-        if names is None and C_FORMAT and (got := self._format_c(k, P, df, tau)) is not None:
+        if C_FORMAT and (got := self._format_c(k, P, df, tau, names)) is not None:
             return got
+        if names is not None:
+            ngs = NB.column_list(df, "ng")
         if len(tp.lits) > 2 and df.n > FORMAT_MAX_ROWS:
             return None  # sorting 3+ literal texts a row: the string plan is cheaper
         cols = []
@@ -704,18 +705,19 @@ class Renderer:
                              "akey": pl.Series(akeys, dtype=pl.String),
                              "status": pl.Series(sts, dtype=pl.String)})
 
-    def _format_c(self, k: int, P, df, tau: int):
-        """_render_formatted's rows by the C row formatter (rowformat.compile_row_program)
-        for rows without exclusions, ~10× cheaper than the compiled Python one; None when
-        it does not apply (no C kernels, a value not bare, a null binding)."""
+    def _format_c(self, k: int, P, df, tau: int, names=None):
+        """_render_formatted's rows by the C row formatter (rowformat.compile_row_program),
+        ~3–10× cheaper than the compiled Python one; with `names` (_exclusion_names) their
+        exclusions too.  None when it does not apply (no C kernels, a value not bare, a null
+        binding, a nogood over several variables)."""
         import polars as pl
 
         from .rowformat import compile_row_program
 
-        key = (k, P, "c")
+        key = (k, P, "c", names is not None)
         if key not in self._formatters:
             tp = self.eng.templates[k]
-            self._formatters[key] = compile_row_program(tp, P, str(tp.query.atom))
+            self._formatters[key] = compile_row_program(tp, P, str(tp.query.atom), names)
         prog = self._formatters[key]
         if prog is None:
             return None

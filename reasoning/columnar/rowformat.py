@@ -154,12 +154,17 @@ def row_parts(tp, P: frozenset, query_text: str, excluded: Optional[list] = None
             "akey": akey}
 
 
-def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
+def compile_row_program(tp, P: frozenset, query_text: str,
+                        excluded: Optional[list] = None) -> Optional[tuple]:
     """row_parts as the C row formatter's program (_ckernels.c format_rows): (spec, object
     variables of its string columns, time variables of its int columns), in column order;
-    None for what it does not print (exclusions; more than 16 literals)."""
-    parts = row_parts(tp, P, query_text)
-    if len(parts["lits"]) > 16:
+    with `excluded` (as compile_row_formatter) the rows' exclusions are printed too.  None
+    for what it does not print (more than 16 literals or 32 names; non-ASCII texts)."""
+    parts = row_parts(tp, P, query_text, excluded)
+    names = None if excluded is None else tuple(
+        (json.dumps(name, ensure_ascii=False), v) for name, v in excluded)
+    if len(parts["lits"]) > 16 or (names is not None and (
+            len(names) > 32 or not all(j.isascii() for j, _ in names))):
         return None
     svars: list = []
     ivars: list = []
@@ -181,7 +186,8 @@ def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
                     ivars.append(p[1])
                 out.append((2, ivars.index(p[1]), p[2]))
             else:
-                out.append(({"ds": 4, "st": 5, "evj": 6, "hyj": 7, "tick": 8}[p[0]], 0, 0))
+                out.append(({"ds": 4, "st": 5, "evj": 6, "hyj": 7, "tick": 8, "xo": 10,
+                             "xk": 11}[p[0]], 0, 0))
         return tuple(out)
 
     statics = [p for ps in [*parts["lits"], parts["skey"], parts["line"], parts["akey"]]
@@ -190,7 +196,7 @@ def compile_row_program(tp, P: frozenset, query_text: str) -> Optional[tuple]:
         return None  # (static texts are copied as bytes: ASCII only)
     spec = (tuple(prog(lit) for lit in parts["lits"]),
             (prog(parts["skey"]), prog(parts["line"]), prog(parts["akey"])),
-            (PENDING, HYPOTHETICAL, DEFINITE))
+            (PENDING, HYPOTHETICAL, DEFINITE), names)
     return spec, svars, ivars
 
 
