@@ -558,3 +558,20 @@ def test_the_c_row_formatter_prints_exclusions_as_the_python_one(lists, norm, ma
         assert want is not None and tuple(got) == tuple(want)
     if want is not None and sorted_distinct:
         assert got is not None
+
+
+def test_the_c_row_formatter_writes_integers_as_python():
+    """Times and deadlines are written as str(int) writes them, at every magnitude and sign
+    (two digits a step)."""
+    import numpy as np
+
+    if kernels.IMPL != "c":
+        pytest.skip("no C kernels")
+    v = np.array([0, 7, 9, 10, 99, 100, 101, 12345, 10 ** 17, -1, -10, -100, 2 ** 62,
+                  2 ** 63 - 1, -2 ** 63], np.int64)
+    n = v.size
+    item = ((2, 0, 0),)
+    spec = ((), (item, item, item), ("pending", "hypothetical", "definite"), None)
+    got = kernels._impl.format_rows(spec, (), (v,), [], np.zeros(n, np.int64),
+                                    np.zeros(n, np.int64), np.zeros(n, bool), 5, None, [])
+    assert got[0] == got[1] == got[2] == [str(x) for x in v.tolist()]

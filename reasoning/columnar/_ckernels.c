@@ -815,15 +815,29 @@ static inline int fb_put(fbuf *b, const char *s, Py_ssize_t n)
     return 0;
 }
 
-static int fb_int(fbuf *b, long long v)
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline int fb_int(fbuf *b, long long v)
 {
     char tmp[24];
     int i = 24;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) { /* two digits a step */
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        tmp[--i] = DIGIT_PAIRS[d + 1];
+        tmp[--i] = DIGIT_PAIRS[d];
+    }
+    if (u >= 10) {
+        unsigned d = (unsigned)u * 2;
+        tmp[--i] = DIGIT_PAIRS[d + 1];
+        tmp[--i] = DIGIT_PAIRS[d];
+    }
+    else
+        tmp[--i] = (char)('0' + u);
     if (v < 0)
         tmp[--i] = '-';
     return fb_put(b, tmp + i, 24 - i);
@@ -1172,6 +1186,8 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
     int ins[FMT_MAX_LITS], outs_[FMT_MAX_LITS];
     const char *sp[FMT_MAX_COLS];
     Py_ssize_t sl[FMT_MAX_COLS];
+    char tickt[24];
+    int tickn = snprintf(tickt, sizeof tickt, "%lld", tick);
     int uses_lists = 0;
     for (int g = 0; g < 3; g++)
         for (Py_ssize_t i = 0; i < outs[g].n; i++)
@@ -1278,7 +1294,7 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
                     rc = fb_put(&ob, eb.p + evn, eb.n - evn);
                     break;
                 case 8:
-                    rc = fb_int(&ob, tick);
+                    rc = fb_put(&ob, tickt, tickn);
                     break;
                 case 10:
                     rc = fb_put(&ob, xo.p, xo.n);
