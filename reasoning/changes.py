@@ -67,21 +67,25 @@ class Changes:
             cmp = cur.select(body.alias("cmp")).to_series()
             cmp.scatter(idx, [relative_time_from(b, tau) for b in cmp.gather(idx).to_list()])
             hs = hs.with_columns(cmp.hash(13).alias("h13"), cmp.hash(14).alias("h14"))
-        lines = np.ascontiguousarray(hs.select("h11", "h12", "h13", "h14").to_numpy()
-                                     .view(np.int64))
+        # (the columns one by one: no Polars operation)
+        lines = np.column_stack([hs.get_column(c).to_numpy() for c in
+                                 ("h11", "h12", "h13", "h14")]).view(np.int64)
         answers = np.ascontiguousarray(lines[:, :2])
         still_open = hs.get_column("open").to_numpy()
         prev = self.prev
         self.prev = (cur, n, lines, still_open)
         # (eager operations: a lazy query's planning cost more than its work at this height)
         out: list = []
-        change = pl.concat_str([pl.lit(prefix + '"change": "'), pl.when(pl.col(
-            "status") == "definite").then(pl.lit("decided")).when(pl.col("upd")).then(
-            pl.lit("updated")).otherwise(pl.lit("new")), pl.lit('", '), body])
+
+        def change(upd) -> pl.Expr:
+            return pl.concat_str([pl.lit(prefix + '"change": "'), pl.when(pl.col(
+                "status") == "definite").then(pl.lit("decided")).when(upd).then(
+                pl.lit("updated")).otherwise(pl.lit("new")), pl.lit('", '), body])
+
         if prev is None:
             if cur.height:
-                out = cur.with_columns(upd=pl.lit(False)).select(
-                    change.sort_by(["grp", "skey"])).to_series().to_list()
+                out = cur.select(change(pl.lit(False)).sort_by(["grp", "skey"])
+                                 ).to_series().to_list()
             return out
         pdf, pn, plines, popen = prev
         panswers = np.ascontiguousarray(plines[:, :2])
@@ -90,10 +94,14 @@ class Changes:
         touched = np.concatenate([answers[added], panswers[dropped]])
         sel = _member(answers, touched)
         if sel.any():
-            got = cur.with_columns(upd=pl.Series(_member(answers, panswers)))  # printed before
+            upd = _member(answers, panswers)  # printed before
+            got = cur
             if not sel.all():
-                got = got.filter(pl.Series(sel))
-            out = got.select(change.sort_by(["grp", "skey"])).to_series().to_list()
+                got = cur.filter(pl.Series(sel))
+                upd = upd[sel]
+            # (the mask as a column literal: one operation, not a with_columns and a select)
+            out = got.select(change(pl.lit(pl.Series("upd", upd))).sort_by(["grp", "skey"])
+                             ).to_series().to_list()
         refuted = dropped & popen
         if refuted.any():
             refuted &= ~_member(panswers, answers)
