@@ -1147,19 +1147,16 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
         if (PyArray_DIM(nga, 0) != n)
             goto badlen;
     }
-    for (Py_ssize_t c = 0; c < ns; c++) {
-        sa[c] = as_array(PyTuple_GET_ITEM(scols, c), NPY_INT64, 1);
-        if (!sa[c])
-            goto done;
-        if (PyArray_DIM(sa[c], 0) != n)
-            goto badlen;
-    }
-    for (Py_ssize_t c = 0; c < ni; c++) {
-        ia[c] = as_array(PyTuple_GET_ITEM(icols, c), NPY_INT64, 1);
-        if (!ia[c])
-            goto done;
-        if (PyArray_DIM(ia[c], 0) != n)
-            goto badlen;
+    for (int side = 0; side < 2; side++) { /* the string columns, then the int ones */
+        PyObject *t = side ? icols : scols;
+        PyArrayObject **out = side ? ia : sa;
+        for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(t); c++) {
+            out[c] = as_array(PyTuple_GET_ITEM(t, c), NPY_INT64, 1);
+            if (!out[c])
+                goto done;
+            if (PyArray_DIM(out[c], 0) != n)
+                goto badlen;
+        }
     }
     /* (items name columns and literals by index: checked once) */
     for (int g = 0; g < nl + 3; g++) {

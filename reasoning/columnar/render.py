@@ -660,8 +660,6 @@ class Renderer:
         every printed string needs no JSON escape and whose nogoods are single-variable
         (`excluded`), by the template's compiled row formatter (rowformat.py); None when
         some row does not qualify (the object builder or the string plan renders them)."""
-        import polars as pl
-
         from .rowformat import Unformattable, all_bare, compile_row_formatter
 
         NB = self._native.B
@@ -699,10 +697,19 @@ class Renderer:
             skeys, lines, akeys, sts = fmt(*args, ngs, tau)
         except Unformattable:
             return None
-        grp = 0 if str(tp.query.atom) == self.main_q else 1
-        self.stats["formatted"] += df.n
+        return self._formatted_frame(k, skeys, lines, akeys, sts)
+
+    def _formatted_frame(self, k: int, skeys, lines, akeys, sts, c: bool = False):
+        """A row formatter's columns as rendered rows (grp, skey, line, akey, status)."""
+        import polars as pl
+
+        n = len(lines)
+        grp = 0 if str(self.eng.templates[k].query.atom) == self.main_q else 1
+        self.stats["formatted"] += n
+        if c:
+            self.stats["formatted_c"] += n
         # (not pl.repeat(…, eager=True): a lazy query, ~0.5 ms)
-        return pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
+        return pl.DataFrame({"grp": pl.Series([grp] * n, dtype=pl.Int64),
                              "skey": pl.Series(skeys, dtype=pl.String),
                              "line": pl.Series(lines, dtype=pl.String),
                              "akey": pl.Series(akeys, dtype=pl.String),
@@ -713,8 +720,6 @@ class Renderer:
         ~3–10× cheaper than the compiled Python one; with `names` (_exclusion_names) their
         exclusions too.  None when it does not apply (no C kernels, a value not bare, a null
         binding, a nogood over several variables)."""
-        import polars as pl
-
         from .rowformat import compile_row_program
 
         key = (k, P, "c", names is not None)
@@ -729,15 +734,7 @@ class Renderer:
                                          [vcol(x) for x in ivars], tau)
         if got is None:
             return None
-        skeys, lines, akeys, sts = got
-        grp = 0 if str(self.eng.templates[k].query.atom) == self.main_q else 1
-        self.stats["formatted"] += df.n
-        self.stats["formatted_c"] += df.n
-        return pl.DataFrame({"grp": pl.Series([grp] * df.n, dtype=pl.Int64),
-                             "skey": pl.Series(skeys, dtype=pl.String),
-                             "line": pl.Series(lines, dtype=pl.String),
-                             "akey": pl.Series(akeys, dtype=pl.String),
-                             "status": pl.Series(sts, dtype=pl.String)})
+        return self._formatted_frame(k, *got, c=True)
 
     def _few(self, df) -> bool:
         """Are a frame's rows few enough for the object builder (PYTHON_NEW_ROWS)?"""
