@@ -47,8 +47,8 @@ PYTHON_NEW_ELEMENTS = 8_000
 # ~1.9 µs one of three literals (their texts sorted a row), the string plan ~2.5 ms plus ~1.1
 # µs a row: above this many rows of a template of 3+ literals the plan renders them
 FORMAT_MAX_ROWS = 3_000
-# rows without exclusions go to the C row formatter first (_format_c) when the kernels are
-# C's; False: the compiled Python one only (tests compare them)
+# rows go to the C row formatter first (_format_c: single-variable exclusions included) when
+# the kernels are C's; False: the compiled Python one only (tests compare them)
 C_FORMAT = True
 
 
