@@ -290,3 +290,52 @@ def test_one_odd_line_in_a_block_the_c_scanner_reads(line, exact):
     (got, rej, ign, _), (want, wrej, wign, _) = (_read(lines, None, b) for b in (True, False))
     assert [(t, e) for t, e, _ in got] == [(t, e) for t, e, _ in want]
     assert rej == wrej and ign == wign
+
+
+@st.composite
+def _mutated_line(draw) -> str:
+    """A canonical fact line, then a few random edits (insert, delete, replace a character
+    with one of the line's alphabet or any ASCII one)."""
+    pred = draw(st.sampled_from(["Hot", "Seen", "p", "Q_1"]))
+    args = draw(st.lists(st.sampled_from(["wt1", "a_B9", "7", "007", "x"]), max_size=3))
+    t = draw(st.integers(0, 10 ** 19))
+    line = json.dumps({"tick": draw(st.integers(0, 10 ** 19)),
+                       "fact": f"{pred}({', '.join(args + [str(t)])})"})
+    for _ in range(draw(st.integers(0, 3))):
+        i = draw(st.integers(0, len(line)))
+        c = draw(st.sampled_from(list('{}"(), :0123456789aZ_\n\r\t\\') + [chr(0), chr(127)]))
+        op = draw(st.sampled_from(["ins", "del", "rep"]))
+        line = (line[:i] + c + line[i:] if op == "ins" else
+                line[:i] + line[i + 1:] if op == "del" else line[:i] + c + line[i + 1:])
+    return line + draw(st.sampled_from(["", "\n"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_mutated_line(), min_size=1, max_size=20))
+def test_the_c_scanner_round_trips_what_it_takes(lines):
+    """Fuzzed lines: the C scanner either declines the block or gives fields from which every
+    line is written back exactly (without its newline) — it never takes a line that is not
+    written exactly as json.dumps writes a canonical fact line."""
+    import re
+
+    scan = S._scanner()
+    if scan is None:
+        pytest.skip("no C kernels")
+    got = scan(lines, S.MAX_LINE, {})
+    exact = re.compile(S._BLOCK_EXACT)
+    if got is None:
+        assert not all(exact.fullmatch(x) and len(x) <= S.MAX_LINE for x in lines)
+        return
+    ticks, ts, pid, preds, nargs, flat, dx = got
+    at = 0
+    for i, line in enumerate(lines):
+        k = int(nargs[i])
+        args = flat[at:at + k]
+        at += k
+        body = line[:-1] if line.endswith("\n") else line
+        last = body[body.rindex(", ") + 2 if k else body.index("(") + 1:body.rindex(")")]
+        assert body == json.dumps({"tick": int(ticks[i]),
+                                   "fact": f"{preds[pid[i]]}({', '.join(args + [last])})"})
+        assert ts[i] == (int(last) if last.isdigit() and len(last) <= 18 else -1)
+        assert exact.fullmatch(line) and dx[i] == -1
+    assert at == len(flat)
