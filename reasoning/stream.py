@@ -207,7 +207,7 @@ def _scanner():
     kernels are numba's or numpy's: blocks are parsed by Polars' regex only)."""
     from .columnar import kernels
 
-    return getattr(kernels._impl, "scan_facts", None) if kernels.IMPL == "c" else None
+    return kernels.c_only("scan_facts")
 
 
 def _scan_block(lines: list, first: int, cp: CompiledProgram, after: int,

@@ -1555,7 +1555,7 @@ class ArraysBackend(InProcessFrames):
         columns — string ids, times, evidence masks, deadlines — without decoding them:
         (skeys, lines, akeys, statuses) of tick `tick`, or None (no C kernels; a null
         binding; a value that is not bare; exclusions it does not print)."""
-        fmt = getattr(kernels._impl, "format_rows", None) if kernels.IMPL == "c" else None
+        fmt = kernels.c_only("format_rows")
         if fmt is None or df.n == 0:
             return None
         cols = df.cols

@@ -60,6 +60,12 @@ IMPL, _impl = _choose()
 COMPILED = _impl is not None
 
 
+def c_only(name: str):
+    """A function the C kernels alone have (the stream scanner, the row formatter), or None
+    when the kernels in use are numba's or numpy's: its caller then takes its Python path."""
+    return getattr(_impl, name, None) if IMPL == "c" else None
+
+
 def _rows(K) -> int:
     return K.shape[0] if isinstance(K, np.ndarray) else K[0].size
 
