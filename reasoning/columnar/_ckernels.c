@@ -1346,6 +1346,148 @@ done:
     return res;
 }
 
+/* ------------------------------------------------------------------ deadlines
+ * Step 1's deadlines of a template's rows (engine._finish), fused: for each positive
+ * literal j with a bound time, e_j = t_j + toff_j + δ_j, null where bit j of ev is set
+ * (the literal is evidence); exp = the least e_j, dlp = the greatest (null where every
+ * e_j is).  δ_j is the greatest δ of the #delay patterns the atom meets, looked up by one
+ * argument's string id in dense tables (-1: no pattern), with the patterns that need no
+ * look-up as `cst` (-1: none); a ground atom takes the default d0 only when it meets no
+ * pattern, an atom with an unbound argument the greatest of d0 and its patterns
+ * (delays.py, analysis.Delays).  Sums wrap as numpy's int64 arithmetic does.
+ *   lits: [(bit, t or None, toff, cst, ground, d0, [(ids, dense), ...]), ...]  */
+#define DL_MAX_LITS 64
+#define DL_MAX_GROUPS 8
+typedef struct {
+    int64_t bit, toff, cst, d0;
+    int ground, ng;
+    const int64_t *t;
+    const int64_t *ids[DL_MAX_GROUPS];
+    const int64_t *dense[DL_MAX_GROUPS];
+    int64_t ndense[DL_MAX_GROUPS];
+} DlLit;
+
+static PyObject *deadlines(PyObject *self, PyObject *args)
+{
+    PyObject *evo, *lits;
+    if (!PyArg_ParseTuple(args, "OO!", &evo, &PyList_Type, &lits))
+        return NULL;
+    PyArrayObject *hold[DL_MAX_LITS * (1 + 2 * DL_MAX_GROUPS) + 1];
+    int nh = 0;
+    PyObject *res = NULL;
+    PyArrayObject *ev = as_array(evo, NPY_INT64, 1);
+    if (ev == NULL)
+        return NULL;
+    hold[nh++] = ev;
+    npy_intp n = PyArray_DIM(ev, 0);
+    Py_ssize_t nl = PyList_GET_SIZE(lits);
+    DlLit L[DL_MAX_LITS];
+    if (nl > DL_MAX_LITS) {
+        PyErr_SetString(PyExc_ValueError, "deadlines: too many literals");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        PyObject *it = PyList_GET_ITEM(lits, i), *to, *groups;
+        DlLit *l = &L[i];
+        long long bit, toff, cst, d0;
+        int ground;
+        if (!PyArg_ParseTuple(it, "LOLLpLO!", &bit, &to, &toff, &cst, &ground, &d0,
+                              &PyList_Type, &groups))
+            goto done;
+        if (bit < 0 || bit > 62) {
+            PyErr_SetString(PyExc_ValueError, "deadlines: literal bit out of range");
+            goto done;
+        }
+        l->bit = bit; l->toff = toff; l->cst = cst; l->ground = ground; l->d0 = d0;
+        l->t = NULL;
+        if (to != Py_None) {
+            PyArrayObject *a = as_array(to, NPY_INT64, 1);
+            if (a == NULL)
+                goto done;
+            hold[nh++] = a;
+            if (PyArray_DIM(a, 0) != n) {
+                PyErr_SetString(PyExc_ValueError, "deadlines: time column length");
+                goto done;
+            }
+            l->t = (const int64_t *)PyArray_DATA(a);
+        }
+        l->ng = (int)PyList_GET_SIZE(groups);
+        if (l->ng > DL_MAX_GROUPS) {
+            PyErr_SetString(PyExc_ValueError, "deadlines: too many look-ups");
+            goto done;
+        }
+        for (int g = 0; g < l->ng; g++) {
+            PyObject *io, *dn;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(groups, g), "OO", &io, &dn))
+                goto done;
+            PyArrayObject *a = as_array(io, NPY_INT64, 1), *b;
+            if (a == NULL)
+                goto done;
+            hold[nh++] = a;
+            if ((b = as_array(dn, NPY_INT64, 1)) == NULL)
+                goto done;
+            hold[nh++] = b;
+            if (PyArray_DIM(a, 0) != n) {
+                PyErr_SetString(PyExc_ValueError, "deadlines: id column length");
+                goto done;
+            }
+            l->ids[g] = (const int64_t *)PyArray_DATA(a);
+            l->dense[g] = (const int64_t *)PyArray_DATA(b);
+            l->ndense[g] = PyArray_DIM(b, 0);
+        }
+    }
+    {
+        PyArrayObject *exp = new_i64(n), *dlp = new_i64(n);
+        PyArrayObject *nul = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_BOOL);
+        if (exp == NULL || dlp == NULL || nul == NULL) {
+            Py_XDECREF(exp); Py_XDECREF(dlp); Py_XDECREF(nul);
+            goto done;
+        }
+        const int64_t *e = (const int64_t *)PyArray_DATA(ev);
+        int64_t *xo = (int64_t *)PyArray_DATA(exp), *xd = (int64_t *)PyArray_DATA(dlp);
+        npy_bool *xn = (npy_bool *)PyArray_DATA(nul);
+        int64_t any_null = 0;
+        for (npy_intp r = 0; r < n; r++) {
+            int have = 0;
+            int64_t lo = 0, hi = 0;
+            for (Py_ssize_t i = 0; i < nl; i++) {
+                const DlLit *l = &L[i];
+                if ((e[r] >> l->bit) & 1)
+                    continue;
+                int64_t best = l->cst;  /* -1: no pattern met yet (every δ is >= 0) */
+                for (int g = 0; g < l->ng; g++) {
+                    int64_t id = l->ids[g][r];
+                    if (id >= 0 && id < l->ndense[g]) {
+                        int64_t d = l->dense[g][id];
+                        if (d > best)
+                            best = d;
+                    }
+                }
+                int64_t d = l->ground ? (best >= 0 ? best : l->d0)
+                                      : (best > l->d0 ? best : l->d0);
+                uint64_t s = (uint64_t)(l->t ? l->t[r] : 0) + (uint64_t)l->toff + (uint64_t)d;
+                int64_t v = (int64_t)s;
+                if (!have) {
+                    lo = hi = v;
+                    have = 1;
+                } else {
+                    if (v < lo) lo = v;
+                    if (v > hi) hi = v;
+                }
+            }
+            xo[r] = have ? lo : 0;
+            xd[r] = have ? hi : 0;
+            xn[r] = !have;
+            any_null |= !have;
+        }
+        res = Py_BuildValue("(NNNO)", exp, dlp, nul, any_null ? Py_True : Py_False);
+    }
+done:
+    for (int i = 0; i < nh; i++)
+        Py_DECREF(hold[i]);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"join_rows", join_rows, METH_VARARGS,
      "join_rows(L, okl, R, okr, bits, left_outer) -> (li, ri)"},
@@ -1360,6 +1502,8 @@ static PyMethodDef methods[] = {
     {"scan_facts", scan_facts, METH_VARARGS,
      "scan_facts(lines, max_line, exact) -> None | (ticks, ts, pred_ids, preds, nargs, "
      "flat, dx)"},
+    {"deadlines", deadlines, METH_VARARGS,
+     "deadlines(ev, lits) -> (exp, dlp, null, any_null)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, HK_STR(HK_NAME),

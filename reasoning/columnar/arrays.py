@@ -1582,6 +1582,61 @@ class ArraysBackend(InProcessFrames):
             ng = c.v if c.m is None else np.where(c.m, -1, c.v)
         return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick, ng, _LST.vals)
 
+    def deadlines(self, df, lits: list):
+        """df with step 1's exp and dlp columns computed by the fused C kernel, or None (no
+        C kernels, a null or non-string look-up column, a look-up by two arguments): the
+        engine then builds them as expressions.  lits: [(bit, time column or None, time
+        offset, DelayPlan.lookup_spec)] of the positive literals with a bound time."""
+        fused = kernels.c_only("deadlines")
+        if fused is None or df.n == 0:
+            return None
+        ev = df.cols["ev"]
+        if ev.m is not None:
+            return None
+        items = []
+        for bit, tcol, toff, spec in lits:
+            if spec is None:
+                return None
+            ground, const, d0, looks = spec
+            t = None
+            if tcol is not None:
+                c = df.cols[tcol]
+                if c.m is not None or c.k != INT:
+                    return None
+                t = c.v
+            groups = []
+            for col, table, key, val in looks:
+                c = df.cols[col]
+                if c.m is not None or c.k != OBJ:
+                    return None
+                dense = self._dense_delays(table, key, val)
+                if dense is None:
+                    return None
+                groups.append((c.v, dense))
+            if const is not None and const < 0 or d0 < 0:
+                return None
+            items.append((bit, t, toff, -1 if const is None else const, ground, d0, groups))
+        exp, dlp, null, any_null = fused(ev.v, items)
+        m = null if any_null else None
+        cols = dict(df.cols)
+        cols["exp"] = Col(exp, m, INT)
+        cols["dlp"] = Col(dlp, None if m is None else m.copy(), INT)
+        return Frame(cols, df.n)
+
+    def _dense_delays(self, table, key: str, val: str) -> Optional[np.ndarray]:
+        """A δ look-up table as an array indexed by string id (-1: no pattern), or None;
+        the tables live as long as their DelayPlan, and so do their ids."""
+        memo = self.__dict__.setdefault("_dense_memo", {})
+        got = memo.get(id(table))
+        if got is None or got[0] is not table:
+            ids, ds = table.cols[key].v, table.cols[val].v
+            if table.cols[key].k != OBJ or table.cols[val].m is not None or (ds < 0).any():
+                return None
+            dense = np.full(int(ids.max()) + 1 if ids.size else 0, -1, np.int64)
+            np.maximum.at(dense, ids[ids >= 0], ds[ids >= 0])
+            got = memo[id(table)] = (table, dense)
+        return got[1]
+
     def any_nonempty_list(self, df, col: str) -> bool:
         c = df.cols[col]
         if df.n == 0:

@@ -67,6 +67,25 @@ class DelayPlan:
         bound = frozenset(i for i, a in enumerate(sides) if a[0] == COL)
         return self._lookups(B, df, sides, bound, tag)
 
+    def lookup_spec(self, B, sides: list):
+        """expr_static's δ as data for a fused kernel (ArraysBackend.deadlines): (whether
+        the atom is ground, the greatest δ needing no look-up or None, the default,
+        [(argument column, look-up table, its key column, its δ column)]); None when a
+        pattern group is looked up by more than one argument."""
+        if not self.pats:
+            return True, None, self.d0, []
+        bound = frozenset(i for i, a in enumerate(sides) if a[0] == COL)
+        ground, groups, const = self._groups(tuple(sides), bound)
+        looks = []
+        for gi, (k, entries) in enumerate(groups):
+            if len(k) != 1:
+                return None
+            name = f"_dl_f_{gi}"
+            sig = (k, tuple((i, a[1]) for i, a in enumerate(sides) if a[0] == CONST), name)
+            table = self._table(B, sig, k, entries, name)
+            looks.append((sides[k[0]][1], table, f"_dk_{name}_0", name))
+        return ground, const, self.d0, looks
+
     def _for_pattern(self, B, df, args, bound_cols: frozenset, out: str):
         df, expr, tmp = self._lookups(B, df, args, bound_cols, out)
         return B.drop(B.with_columns(df, {out: expr}), tmp)

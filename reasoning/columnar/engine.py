@@ -344,10 +344,11 @@ class ColumnarEngine:
         conds = [B.col(vcol(v)) >= B.lit(lo, INT) for v, lo in sorted(lows.items())]
         conds += [domain_cond(B, B.col(vcol(v)), d) for v, d in tp.periodic if v in P]
         # δ of each positive literal with a bound time, under the pattern
+        got = self._fused_deadlines(tp, P, df)
         dexprs: dict = {}
         tmp: list = []
         exps = []
-        for j in tp.pos:
+        for j in (tp.pos if got is None else ()):
             lp = tp.lits[j]
             if lp.tvar is not None and lp.tvar not in P:
                 continue
@@ -373,9 +374,11 @@ class ColumnarEngine:
         if xs:  # each literal's deadline once (exp and dlp both read them)
             df = B.with_columns(df, dict(zip(xs, exps)))
             exps = [B.col(x) for x in xs]
-        df = B.with_columns(df, {"exp": B.least(exps), "dlp": B.greatest(exps),
-                                 "unb": B.any_of(unbs) if unbs else B.lit(False, BOOL),
-                                 "born": B.lit(tau, INT)})
+        more = {"unb": B.any_of(unbs) if unbs else B.lit(False, BOOL), "born": B.lit(tau, INT)}
+        if got is None:
+            df = B.with_columns(df, {"exp": B.least(exps), "dlp": B.greatest(exps), **more})
+        else:
+            df, exps = B.with_columns(got[0], more), got[1]
         if xs:  # before _reduce_nogoods, whose Python rows are typed by column name
             df = B.drop(df, xs)
         if exps:
@@ -387,6 +390,27 @@ class ColumnarEngine:
         if df is None or B.is_empty(df):
             return None
         return self._sel(df, list(sch))
+
+    def _fused_deadlines(self, tp, P: Pattern, df):
+        """(df with exp and dlp, whether any literal has one) from the backend's fused
+        kernel (ArraysBackend.deadlines), or None: _finish then builds them as
+        expressions, the same values."""
+        fused = getattr(self.B, "deadlines", None)
+        if fused is None:
+            return None
+        lits = []
+        for j in tp.pos:
+            lp = tp.lits[j]
+            if lp.tvar is not None and lp.tvar not in P:
+                continue
+            sides = [(CONST, x) if not isvar else ((COL, vcol(x)) if x in P else (CONST, None))
+                     for isvar, x in lp.args]
+            spec = self.dplans[lp.pred].lookup_spec(self.B, sides)
+            if spec is None:
+                return None
+            lits.append((j, None if lp.tvar is None else vcol(lp.tvar), lp.toff, spec))
+        out = fused(df, lits)
+        return None if out is None else (out, bool(lits))
 
     def _reduce_nogoods(self, k: int, P: Pattern, df):
         """patterns.reduce_nogoods on every row: a nogood satisfied by the binding is dropped,
