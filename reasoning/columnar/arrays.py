@@ -1591,8 +1591,9 @@ class ArraysBackend(InProcessFrames):
         if fused is None or df.n == 0:
             return None
         ev = df.cols["ev"]
-        if ev.m is not None:
+        if ev.k != INT:
             return None
+        evv = ev.v if ev.m is None else np.where(ev.m, 0, ev.v)  # null: no bit set (_truth)
         items = []
         for bit, tcol, toff, spec in lits:
             if spec is None:
@@ -1616,7 +1617,7 @@ class ArraysBackend(InProcessFrames):
             if const is not None and const < 0 or d0 < 0:
                 return None
             items.append((bit, t, toff, -1 if const is None else const, ground, d0, groups))
-        exp, dlp, null, any_null = fused(ev.v, items)
+        exp, dlp, null, any_null = fused(evv, items)
         m = null if any_null else None
         cols = dict(df.cols)
         cols["exp"] = Col(exp, m, INT)
