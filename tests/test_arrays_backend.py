@@ -649,3 +649,27 @@ def test_deadlines_looked_up_by_two_arguments_take_the_expressions():
         b.step(fs, tau)
         assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
         assert a.lines(True, True) == b.lines(True, True), tau
+
+
+@OPS
+@given(st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=1, max_size=12),
+       st.lists(st.lists(st.integers(0, 11), max_size=12), min_size=1, max_size=4),
+       st.sampled_from(["v", "m", "materialize", "nulls"]))
+def test_lazy_gathers_are_the_eager_ones(vals, chains, read):
+    """Frame.take gathers lazily (arrays.LazyCol): a chain of takes, read by values, nulls
+    or materialize at the end, gives the eager gathers' column, and becomes a plain Col."""
+    import numpy as np
+
+    fr = A.from_rows([{"y": v} for v in vals], {"y": INT})
+    want_v, want_m = fr.cols["y"].v, fr.cols["y"].nulls()
+    for ch in chains:
+        idx = np.array([i % fr.n for i in ch] if fr.n else [], np.int64)
+        fr = fr.take(idx, idx.size)
+        want_v, want_m = want_v[idx], want_m[idx]
+    c = fr.cols["y"]
+    if read == "materialize":
+        A.materialize(fr)
+    got_m = c.nulls() if read != "v" else (c.v, c.nulls())[1]
+    assert type(c) is arrays.Col
+    assert (got_m == want_m).all()
+    assert (c.v[~want_m] == want_v[~want_m]).all()

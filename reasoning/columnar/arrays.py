@@ -208,7 +208,7 @@ def _tuple(t) -> tuple:
 
 
 class Col:
-    __slots__ = ("v", "m", "k")
+    __slots__ = ("v", "m", "k", "_lz")
 
     def __init__(self, v: np.ndarray, m: Optional[np.ndarray], k: str):
         self.v, self.m, self.k = v, m, k
@@ -223,6 +223,58 @@ class Col:
     def __len__(self):
         return self.v.size
 
+    def gather_later(self, idx) -> "Col":
+        """take(idx), gathered when first read (LazyCol)."""
+        c = Col.__new__(LazyCol)
+        c.k = self.k
+        c._lz = (self, idx)
+        return c
+
+
+_V, _M = Col.v, Col.m  # the slots' own descriptors
+
+
+class LazyCol(Col):
+    """A column gathered from another on first read of its values or nulls (a filter or a
+    join gathers every column of a frame, and the plan reads only some of them): it then
+    becomes a plain Col (same layout, so its class is swapped in place)."""
+
+    __slots__ = ()
+
+    def _fill(self):
+        src, idx = self._lz
+        _V.__set__(self, src.v.take(idx))
+        m = src.m
+        _M.__set__(self, None if m is None else m.take(idx))
+        self._lz = None
+        self.__class__ = Col
+
+    @property
+    def v(self):
+        self._fill()
+        return _V.__get__(self)
+
+    @v.setter
+    def v(self, x):
+        _V.__set__(self, x)
+
+    @property
+    def m(self):
+        self._fill()
+        return _M.__get__(self)
+
+    @m.setter
+    def m(self, x):
+        _M.__set__(self, x)
+
+    def take(self, idx) -> "Col":
+        src, idx0 = self._lz
+        return src.gather_later(idx0.take(idx))
+
+    def gather_later(self, idx) -> "Col":
+        src, idx0 = self._lz
+        return src.gather_later(idx0.take(idx))
+
 
 def _m_or(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarray]:
     if a is None:
@@ -234,6 +286,9 @@ def _m_or(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarr
 
 def _norm_mask(m: Optional[np.ndarray]) -> Optional[np.ndarray]:
     return m if m is not None and m.any() else None
+
+
+LAZY = True  # Frame.take gathers each column on its first read (LazyCol)
 
 
 class Frame:
@@ -253,7 +308,23 @@ class Frame:
         return self.n
 
     def take(self, idx, n: int) -> "Frame":
-        return Frame({k: c.take(idx) for k, c in self.cols.items()}, n)
+        if not LAZY:
+            return Frame({k: c.take(idx) for k, c in self.cols.items()}, n)
+        cols = {}
+        composed: dict = {}  # one composition per source index the lazy columns share
+        for k, c in self.cols.items():
+            if type(c) is LazyCol:
+                src, idx0 = c._lz
+                got = composed.get(id(idx0))
+                if got is None:
+                    got = composed[id(idx0)] = idx0.take(idx)
+                c2 = Col.__new__(LazyCol)
+                c2.k = c.k
+                c2._lz = (src, got)
+                cols[k] = c2
+            else:
+                cols[k] = c.gather_later(idx)
+        return Frame(cols, n)
 
     def __repr__(self):
         return f"Frame({self.n} rows: {', '.join(f'{k}:{c.k}' for k, c in self.cols.items())})"
@@ -1915,6 +1986,9 @@ class ArraysBackend(InProcessFrames):
         return Frame(cols, df.n)
 
     def materialize(self, df):
+        for c in df.cols.values():  # a frame kept across ticks holds no source frame
+            if type(c) is LazyCol:
+                c._fill()
         return df
 
 
