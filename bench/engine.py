@@ -86,20 +86,29 @@ def workload(name: str, n: int, ticks: int, seed: int = 7, p_hot: float = 0.1,
 
 def _inputs(slices):
     """Every tick's slice as `hypo run`'s stream reader hands it to any engine: a
-    stream.Slice holding the parsed block's frame (Session.step_slice turns it into Fact
-    objects for the row engine, into per-predicate column frames for the columnar one)."""
-    import polars as pl
+    stream.Slice holding the block as the C scanner reads canonical lines (a
+    scanned.Scanned; Session.step_slice turns it into Fact objects for the row engine, into
+    per-predicate columns for the columnar one)."""
+    import numpy as np
 
+    from reasoning.scanned import Scanned
     from reasoning.stream import Slice
 
     out = []
+    no = 1
     for tau, s in enumerate(slices):
         sl = Slice(tau)
-        sl.add_frame(pl.DataFrame(
-            {"no": list(range(len(s))), "tick": [tau] * len(s), "pred": [p for p, _, _ in s],
-             "args": [list(a) for _, a, _ in s], "t": [t for _, _, t in s]},
-            schema={"no": pl.Int64, "tick": pl.Int64, "pred": pl.String,
-                    "args": pl.List(pl.String), "t": pl.Int64}))
+        if s:
+            preds = sorted({p for p, _, _ in s})
+            at = {p: i for i, p in enumerate(preds)}
+            nargs = np.array([len(a) for _, a, _ in s], np.int64)
+            k = int(nargs[0])
+            sl.add_frame(Scanned(
+                no, np.full(len(s), tau, np.int64), np.array([t for _, _, t in s], np.int64),
+                np.array([at[p] for p, _, _ in s], np.int64), preds,
+                np.concatenate(([0], np.cumsum(nargs))), [x for _, a, _ in s for x in a],
+                k if (nargs == k).all() else -1))
+        no += len(s)
         out.append(sl)
     return out
 

@@ -174,7 +174,8 @@ class Session:
         ready = sl.ready
         if ready is not None and ready[0] == self.col.B.name:
             return self.step(ready[1], tau)
-        return self.step(sl.frames(), tau)
+        cols = sl.columns()  # blocks the C scanner read: columns, no frame
+        return self.step(sl.frames() if cols is None else cols, tau)
 
     def prepare_slice(self, sl) -> None:
         """On the thread that reads the stream ahead (stream.Prefetched): the columnar
@@ -183,7 +184,7 @@ class Session:
         them up (~8 % of a turbine tick at 10⁴ devices).  Nothing for the row engine."""
         col = self.col
         prep = getattr(col.B, "prepare_input", None) if col is not None else None
-        if prep is not None and len(sl):
+        if prep is not None and len(sl) and sl.columns() is None:
             sl.ready = (col.B.name, prep(sl.frames()))
 
     def _auto(self, n: int) -> None:

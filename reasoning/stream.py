@@ -16,6 +16,7 @@ from .compiler import CompiledProgram
 from .declared import IGNORED, declared_unused, did_you_mean
 from .errors import HypoError, ProgramError
 from .patterns import Fact
+from .scanned import Scanned, merged_columns
 from .syntax import NAME
 
 MAX_LINE = 1 << 16
@@ -212,12 +213,12 @@ def _scanner():
 
 def _scan_block(lines: list, first: int, cp: CompiledProgram, after: int,
                 max_gap: Optional[int], meta: EdbMeta):
-    """parse_block's frame of a block whose every line is written exactly as json.dumps
+    """parse_block's rows of a block whose every line is written exactly as json.dumps
     writes a canonical fact line (_BLOCK_EXACT) of a fact validate() accepts, in order:
     scanned in C and checked on numpy arrays (~6× cheaper than the regex and the Polars
-    checks); None when any line is not (parse_block decides the general way)."""
+    checks), as a Scanned block (its to_frame() is the general reader's frame); None when
+    any line is not (parse_block decides the general way)."""
     import numpy as np
-    import polars as pl
 
     scan = _scanner()
     if scan is None:
@@ -251,19 +252,9 @@ def _scan_block(lines: list, first: int, cp: CompiledProgram, after: int,
         return None  # out of order
     if max_gap is not None and not (ticks <= np.maximum(prev, 0) + max_gap).all():
         return None
-    n = len(lines)
     k = int(nargs[0])
-    if (nargs == k).all():
-        args = pl.Series("args", flat, dtype=pl.String).reshape((n, k)).arr.to_list() \
-            if k else pl.Series("args", [[]] * n, dtype=pl.List(pl.String))
-    else:
-        offs = np.concatenate(([0], np.cumsum(nargs))).tolist()
-        args = pl.Series("args", [flat[offs[i]:offs[i + 1]] for i in range(n)],
-                         dtype=pl.List(pl.String))
-    return pl.DataFrame([pl.Series("no", np.arange(first, first + n, dtype=np.int64)),
-                         pl.Series("tick", ticks),
-                         pl.Series("pred", preds, dtype=pl.String).gather(pid),
-                         args, pl.Series("t", ts)])
+    return Scanned(first, ticks, ts, pid, list(preds), np.concatenate(([0], np.cumsum(nargs))),
+                   flat, k if (nargs == k).all() else -1)
 
 
 def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
@@ -352,7 +343,8 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
 
 class Slice:
     """D|τ as read, in line order: chunks that are either frames (no, tick, pred, args, t)
-    of canonical lines read set-at-a-time, or lists of (Fact, line)."""
+    of canonical lines read set-at-a-time, Scanned rows of blocks the C scanner read, or
+    lists of (Fact, line)."""
 
     def __init__(self, tick: int):
         self.tick = tick
@@ -360,6 +352,7 @@ class Slice:
         self.n = 0
         self._entries: Optional[list] = None
         self._frames: Optional[dict] = None
+        self._cols = False  # columns(): not yet computed
         # (backend name, its input frames): the columnar executor's conversion of frames()
         # done ahead by the reading thread (Session.prepare_slice), or None
         self.ready: Optional[tuple] = None
@@ -368,9 +361,11 @@ class Slice:
         self.chunks.append(df)
         self.n += df.height
         self._entries = self._frames = self.ready = None
+        self._cols = False
 
     def add_entry(self, f: Fact, no: int) -> None:
         self._entries = self._frames = self.ready = None
+        self._cols = False
         if not self.chunks or not isinstance(self.chunks[-1], list):
             self.chunks.append([])
         self.chunks[-1].append((f, no))
@@ -386,6 +381,8 @@ class Slice:
             for c in self.chunks:
                 if isinstance(c, list):
                     out.extend(c)
+                elif isinstance(c, Scanned):
+                    out.extend(c.entries())
                 else:  # the columns as lists (a select costs ~0.1 ms: small slices)
                     out.extend((Fact(p, tuple(a), t), no) for no, p, a, t in
                                zip(*(c.get_column(x).to_list()
@@ -395,6 +392,16 @@ class Slice:
 
     def facts(self) -> list[Fact]:
         return [f for f, _ in self.entries()]
+
+    def columns(self) -> Optional[dict]:
+        """{pred: {"a0": [...], …, "t": int64 array}} when every chunk is Scanned (the
+        engine's from_columns input, built without a frame), else None."""
+        if self._cols is False:
+            self._cols = None
+            if self.chunks and all(isinstance(c, Scanned) for c in self.chunks):
+                self._cols = self.chunks[0].columns() if len(self.chunks) == 1 else \
+                    merged_columns(self.chunks)
+        return self._cols
 
     def frames(self) -> dict:
         """{pred: frame (a0.., t)}: the columnar executor's D|τ, built without Fact objects
@@ -411,6 +418,8 @@ class Slice:
         parts: dict = {}
         runs: list = []  # the chunks, consecutive frames concatenated (one partition each)
         for c in self.chunks:
+            if isinstance(c, Scanned):
+                c = c.to_frame()
             if not isinstance(c, list) and runs and not isinstance(runs[-1], list):
                 runs[-1] = pl.concat([runs[-1], c], rechunk=False)
             else:
@@ -602,7 +611,8 @@ class StreamReader:
                               self.max_gap, self._meta, self.block_counts)
             if not isinstance(got, list):
                 self._no += len(block)
-                self.last_tick = got.get_column("tick")[-1]
+                self.last_tick = got.last_tick if isinstance(got, Scanned) else \
+                    got.get_column("tick")[-1]
                 yield got
                 continue
             for r in got:
@@ -649,9 +659,10 @@ class StreamReader:
                     cur = None
                 yield item
                 continue
-            parts = [(item[0], item)] if isinstance(item, tuple) else [
-                (tick, part) for (tick,), part in
-                item.partition_by("tick", maintain_order=True, as_dict=True).items()]
+            parts = [(item[0], item)] if isinstance(item, tuple) else (
+                item.tick_parts() if isinstance(item, Scanned) else [
+                    (tick, part) for (tick,), part in
+                    item.partition_by("tick", maintain_order=True, as_dict=True).items()])
             for tick, part in parts:
                 if cur is None or cur.tick != tick:
                     if cur is not None:

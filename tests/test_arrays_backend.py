@@ -673,3 +673,28 @@ def test_lazy_gathers_are_the_eager_ones(vals, chains, read):
     assert type(c) is arrays.Col
     assert (got_m == want_m).all()
     assert (c.v[~want_m] == want_v[~want_m]).all()
+
+
+@OPS
+@given(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(["wt1", "wt1 ", "", "é",
+                                                               "a" * 8, "a" * 9, "\ud800"])),
+                min_size=64, max_size=200))
+def test_strings_interned_through_signatures_get_their_ids(xs):
+    """from_columns interns a list of strings through str_sigs and a compiled index
+    (arrays._intern_strs): the ids are the one-by-one encoder's, equal strings get equal
+    signatures and distinct ones distinct; an item that is not a string falls back."""
+    got = arrays._intern_strs(xs)
+    if kernels.c_only("str_sigs") is None:
+        assert got is None
+        return
+    if any(0xD800 <= ord(ch) <= 0xDFFF for x in xs for ch in x):
+        assert got is None  # (not UTF-8: the dict path)
+        return
+    assert got is not None and got.v.tolist() == arrays._SYM.encode(xs).tolist()
+    k1, k2 = kernels.c_only("str_sigs")(xs)
+    sig = {}
+    for x, a, b in zip(xs, k1.tolist(), k2.tolist()):
+        assert sig.setdefault(x, (a, b)) == (a, b)
+    assert len(set(sig.values())) == len(sig)
+    assert arrays._intern_strs(xs[:-1] + [None]) is None
+    assert arrays._intern_strs(xs[:10]) is None  # (short: the dict path)

@@ -698,6 +698,33 @@ def _signature(s) -> tuple:
     return k1, k2, m
 
 
+_BY_STR = None  # the same over str_sigs's signatures of Python strings (_intern_strs)
+
+
+def _intern_strs(xs: list) -> Optional[Col]:
+    """A list of Python strings as string ids through their signatures (the C kernel
+    str_sigs) and a compiled index — no dict look-up per string — or None (no C kernels,
+    a short list, an item not a str): the caller encodes them one by one."""
+    global _BY_STR
+    if len(xs) < 64:
+        return None
+    sigs = kernels.c_only("str_sigs")
+    got = None if sigs is None else sigs(xs)
+    if got is None:
+        return None
+    k1, k2 = got
+    if _BY_STR is None:
+        _BY_STR = kernels.HashIndex()
+    ids = _BY_STR.lookup(k1, k2)
+    miss = ids < 0
+    if miss.any():
+        pos = np.flatnonzero(miss)
+        new = _SYM.encode([xs[i] for i in pos.tolist()])
+        ids[pos] = new
+        _BY_STR.insert(k1[pos], k2[pos], new)
+    return Col(ids, None, OBJ)
+
+
 def _intern_series(s, sig: Optional[tuple] = None) -> Col:
     """A Polars string column as string ids: hashed in Polars (or `sig`, its _signature
     computed ahead), looked up in the compiled index; only strings it has not seen go
@@ -1528,8 +1555,17 @@ class ArraysBackend(InProcessFrames):
 
     def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
         n = next((len(v) for v in cols.values()), 0)
-        return Frame({k: _encode(list(cols.get(k, [None] * n)), v)
-                      for k, v in schema.items()}, n)
+        out = {}
+        for k, kind in schema.items():
+            v = cols.get(k)
+            if isinstance(v, np.ndarray) and kind == INT and v.dtype.kind == "i":
+                out[k] = Col(v.astype(np.int64), None, INT)  # (a copy: the caller's stays)
+            elif kind == OBJ and isinstance(v, list) and (got := _intern_strs(v)) is not None:
+                out[k] = got
+            else:
+                out[k] = _encode([None] * n if v is None else
+                                 (v if isinstance(v, list) else list(v)), kind)
+        return Frame(out, n)
 
     def from_rows(self, rows: list[dict], schema: dict[str, str]):
         if not rows:
@@ -1744,6 +1780,8 @@ class ArraysBackend(InProcessFrames):
         _RANK.clear()
         if _BY_HASH is not None:
             _BY_HASH.clear()
+        if _BY_STR is not None:
+            _BY_STR.clear()
         _SYM_POLARS[0] = None
         freed += _SYM.sweep(np.concatenate(obj_live) if obj_live else np.zeros(0, np.int64))
         return freed

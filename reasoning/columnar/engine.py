@@ -312,7 +312,7 @@ class ColumnarEngine:
                 continue
             seen_keys: set = set()
             for j in range(len(ts)):
-                key = (tuple(c[acol(i)][j] for i in range(n)), ts[j])
+                key = (tuple(c[acol(i)][j] for i in range(n)), int(ts[j]))
                 if key in seen_keys:
                     out.append(Fact(p, key[0], key[1]))
                 seen_keys.add(key)
