@@ -1490,8 +1490,8 @@ done:
 }
 
 /* ------------------------------------------------------------------ string signatures
- * str_sigs(strs) -> None | (k1, k2): a 128-bit signature (two 64-bit halves) of each
- * string's UTF-8 bytes, for the index from signatures to string ids (arrays._intern_strs,
+ * str_sigs(strs, skip=0) -> None | (k1, k2): a 128-bit signature (two 64-bit halves) of
+ * each string's UTF-8 bytes (after the first `skip`), for the index from signatures to string ids (arrays._intern_strs,
  * kernels.HashIndex) — the strings' own memory is read once, in order, where a dict look-up
  * per string costs three cache misses on a cold table (~450 ns a string inside a tick).
  * None when an item is not a str (the caller takes the dict).  Two multiply-xor lanes with
@@ -1509,8 +1509,13 @@ static inline uint64_t fmix64(uint64_t k)
 static PyObject *str_sigs(PyObject *self, PyObject *args)
 {
     PyObject *lst;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &lst))
+    Py_ssize_t skip = 0;
+    if (!PyArg_ParseTuple(args, "O!|n", &PyList_Type, &lst, &skip))
         return NULL;
+    if (skip < 0) {
+        PyErr_SetString(PyExc_ValueError, "str_sigs: skip < 0");
+        return NULL;
+    }
     npy_intp n = PyList_GET_SIZE(lst);
     for (npy_intp i = 0; i < n; i++)
         if (!PyUnicode_CheckExact(PyList_GET_ITEM(lst, i)))
@@ -1530,6 +1535,11 @@ static PyObject *str_sigs(PyObject *self, PyObject *args)
             Py_DECREF(a2);
             PyErr_Clear();
             Py_RETURN_NONE;
+        }
+        if (skip) {  /* the bytes after the first `skip` (the caller's ASCII prefix) */
+            Py_ssize_t k = skip < len ? skip : len;
+            p += k;
+            len -= k;
         }
         uint64_t h1 = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)len * 0xA0761D6478BD642FULL);
         uint64_t h2 = 0xC2B2AE3D27D4EB4FULL ^ ((uint64_t)len * 0xE7037ED1A0B428DBULL);
@@ -1570,7 +1580,7 @@ static PyMethodDef methods[] = {
     {"scan_facts", scan_facts, METH_VARARGS,
      "scan_facts(lines, max_line, exact) -> None | (ticks, ts, pred_ids, preds, nargs, "
      "flat, dx)"},
-    {"str_sigs", str_sigs, METH_VARARGS, "str_sigs(strs) -> None | (k1, k2)"},
+    {"str_sigs", str_sigs, METH_VARARGS, "str_sigs(strs, skip=0) -> None | (k1, k2)"},
     {"deadlines", deadlines, METH_VARARGS,
      "deadlines(ev, lits) -> (exp, dlp, null, any_null)"},
     {NULL, NULL, 0, NULL}};
