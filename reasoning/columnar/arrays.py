@@ -284,8 +284,11 @@ def _m_or(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarr
     return a | b
 
 
+_count = np.count_nonzero  # (a C function: m.any() goes through a Python wrapper, 2-4× it)
+
+
 def _norm_mask(m: Optional[np.ndarray]) -> Optional[np.ndarray]:
-    return m if m is not None and m.any() else None
+    return m if m is not None and _count(m) else None
 
 
 LAZY = True  # Frame.take gathers each column on its first read (LazyCol)
@@ -457,6 +460,9 @@ def _const(value, kind: Optional[str]) -> tuple:
     if kind == BOOL:
         return bool(value), False, kind
     return int(value), False, kind
+
+
+_LITS: dict = {}  # ArraysBackend.lit's literals
 
 
 def _lit_ex(value, kind: Optional[str] = None) -> Ex:
@@ -1151,6 +1157,16 @@ class ArraysBackend(InProcessFrames):
         return Ex(f, name)
 
     def lit(self, value: Any, kind: Optional[str] = None):
+        # the same literal is asked for ~100 times a tick: one Ex each (its column is
+        # memoised by height; the memo is bounded, a tick number being a new literal)
+        if value is None or type(value) in (int, bool, str, float):
+            key = (type(value), value, kind)
+            got = _LITS.get(key)
+            if got is None:
+                if len(_LITS) >= 4096:
+                    _LITS.clear()
+                got = _LITS[key] = _lit_ex(value, kind)
+            return got
         return _lit_ex(value, kind)
 
     def null(self, kind: str):
