@@ -242,6 +242,23 @@ def test_hash_index_is_a_dict(impl, monkeypatch):
             code.hash_insert(k1, k2, v, idx.t1[:-1], idx.t2, idx.tv, idx.bits)
 
 
+def _both_backends(cp, stream: dict, ticks: int, answers: bool = False,
+                   pending: tuple = (True,)):
+    """Run the stream on the Polars and the arrays backend: every tick's lines (with and/or
+    without pending answers) and, with `answers`, S_τ the same.  (The two sessions.)"""
+    a = Session(cp, engine="columnar", backend=PolarsBackend())
+    b = Session(cp, engine="columnar", backend=ArraysBackend())
+    for tau in range(ticks):
+        fs = stream.get(tau, [])
+        a.step(fs, tau)
+        b.step(fs, tau)
+        if answers:
+            assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
+        for pend in pending:
+            assert a.lines(True, pend) == b.lines(True, pend), (tau, pend)
+    return a, b
+
+
 @pytest.fixture
 def sweep_always(monkeypatch):
     monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
@@ -328,14 +345,7 @@ def test_row_formatter_on_escapes_and_many_literals(monkeypatch):
               + [F("E", (x, "c"), 0) for x in ["a", *odd]],
               1: [F("B", (x,), 1) for x in ["a", "b", odd[1]]] + [F("D", ("b",), 1)],
               2: [F("C", (x,), 2) for x in ["a", odd[0]]]}
-    a = Session(cp, engine="columnar", backend=PolarsBackend())
-    b = Session(cp, engine="columnar", backend=ArraysBackend())
-    for tau in range(5):
-        fs = stream.get(tau, [])
-        a.step(fs, tau)
-        b.step(fs, tau)
-        for pend in (False, True):
-            assert a.lines(True, pend) == b.lines(True, pend), tau
+    _, b = _both_backends(cp, stream, 5, pending=(False, True))
     assert b.renderer.stats["formatted"] > 0
 
 
@@ -610,14 +620,7 @@ def test_fused_deadlines_as_the_expressions(monkeypatch, case, extra, more):
         return got
     monkeypatch.setattr(ArraysBackend, "deadlines", counted)
     cp = compile_program(text, "<gen>")
-    a = Session(cp, engine="columnar", backend=PolarsBackend())
-    b = Session(cp, engine="columnar", backend=ArraysBackend())
-    for tau in range(_until(cp, case) + 1):
-        fs = case.stream.get(tau, [])
-        a.step(fs, tau)
-        b.step(fs, tau)
-        assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
-        assert a.lines(True, True) == b.lines(True, True), tau
+    _both_backends(cp, case.stream, _until(cp, case) + 1, answers=True)
 
 
 def test_the_fused_deadlines_ran():
@@ -641,14 +644,7 @@ def test_deadlines_looked_up_by_two_arguments_take_the_expressions():
     stream = {0: [Fact("J", ("a", "b"), 0), Fact("J", ("c", "a"), 0)],
               1: [Fact("J", ("b", "a"), 1), Fact("J", ("a", "c"), 0)],
               3: [Fact("J", ("a", "c"), 1)]}
-    a = Session(cp, engine="columnar", backend=PolarsBackend())
-    b = Session(cp, engine="columnar", backend=ArraysBackend())
-    for tau in range(6):
-        fs = stream.get(tau, [])
-        a.step(fs, tau)
-        b.step(fs, tau)
-        assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
-        assert a.lines(True, True) == b.lines(True, True), tau
+    _both_backends(cp, stream, 6, answers=True)
 
 
 @OPS

@@ -234,6 +234,14 @@ class Col:
 _V, _M = Col.v, Col.m  # the slots' own descriptors
 
 
+def _filled(slot) -> property:
+    """A LazyCol's slot, gathered on first read."""
+    def get(self):
+        self._fill()
+        return slot.__get__(self)
+    return property(get, slot.__set__)
+
+
 class LazyCol(Col):
     """A column gathered from another on first read of its values or nulls (a filter or a
     join gathers every column of a frame, and the plan reads only some of them): it then
@@ -249,23 +257,8 @@ class LazyCol(Col):
         self._lz = None
         self.__class__ = Col
 
-    @property
-    def v(self):
-        self._fill()
-        return _V.__get__(self)
-
-    @v.setter
-    def v(self, x):
-        _V.__set__(self, x)
-
-    @property
-    def m(self):
-        self._fill()
-        return _M.__get__(self)
-
-    @m.setter
-    def m(self, x):
-        _M.__set__(self, x)
+    v = _filled(_V)
+    m = _filled(_M)
 
     def take(self, idx) -> "Col":
         src, idx0 = self._lz
