@@ -261,7 +261,8 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
                 max_gap: Optional[int], meta=None, counts: Optional[dict] = None):
     """A block of lines numbered from `first`, read set-at-a-time: when every line is a
     canonical line (`_BLOCK`) of a fact that validate() accepts, in arrival order after tick
-    `after` and within `max_gap`, a frame (no, tick, pred, args, t) of them; otherwise the
+    `after` and within `max_gap`, a frame (no, tick, pred, args, t) of them — a Scanned
+    block when the C scanner read it, whose to_frame() is that frame; otherwise the
     parse_line result of every line (the same results, line by line).  `meta`: edb_meta(cp),
     computed once by the caller."""
     import polars as pl
