@@ -1698,6 +1698,34 @@ class ArraysBackend(InProcessFrames):
             ng = c.v if c.m is None else np.where(c.m, -1, c.v)
         return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick, ng, _LST.vals)
 
+    def mark_rids(self, R, C, marks: dict):
+        """R with a boolean column per mark: whether some row of C with R's `_rid` has the
+        flag column true (None: any row at all) — the group-by `any` and left join of step
+        3(b) as two scatters (R's `_rid` increasing, as with_row_id and filters leave it);
+        None when a column is not as expected (the caller takes the group-by)."""
+        r, c = R.cols.get("_rid"), C.cols.get("_rid")
+        if r is None or c is None or r.m is not None or c.m is not None or r.k != INT:
+            return None
+        rv, cv = r.v, c.v
+        if R.n and rv[0] == 0 and rv[-1] == R.n - 1:  # (increasing: every rid, in order)
+            pos = cv
+        else:
+            pos = np.searchsorted(rv, cv)
+            if pos.size and (pos.max() >= R.n or (rv[pos] != cv).any()):
+                return None
+        cols = dict(R.cols)
+        for name, flag in marks.items():
+            out = np.zeros(R.n, bool)
+            if flag is None:
+                out[pos] = True
+            else:
+                f = C.cols[flag]
+                if f.k != BOOL:
+                    return None
+                out[pos[_truth(f)]] = True
+            cols[name] = Col(out, None, BOOL)
+        return Frame(cols, R.n)
+
     def deadlines(self, df, lits: list):
         """df with step 1's exp and dlp columns computed by the fused C kernel, or None (no
         C kernels, a null or non-string look-up column, a look-up by two arguments): the
