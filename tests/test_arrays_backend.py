@@ -598,8 +598,8 @@ _FUSED = [0, 0]  # _finish calls: all, those the fused deadline kernel took
     "#delay E2(c, T) = {e2}.", "#delay E1(b, T) = {e1}."]), max_size=4, unique=True),
     st.integers(1, 3))
 def test_fused_deadlines_as_the_expressions(monkeypatch, case, extra, more):
-    """Step 1's deadlines from the fused C kernel (ArraysBackend.deadlines) are the
-    expressions' (the Polars backend's), with instance delays looked up by one argument
+    """Step 1's deadlines and the window's t + δ from the fused C kernel
+    (ArraysBackend.deadlines) are the expressions' (the Polars backend's), with instance delays looked up by one argument
     (fused), by two (the kernel declines), ground and not: every tick's S_τ and lines.
     Each extra pattern's δ is the default's plus `more`, so the stream stays within δ."""
     text = case.text
@@ -613,8 +613,8 @@ def test_fused_deadlines_as_the_expressions(monkeypatch, case, extra, more):
     text = "\n".join(lines) + "\n" + text
     real = ArraysBackend.deadlines
 
-    def counted(self, df, lits):
-        got = real(self, df, lits)
+    def counted(self, df, lits, *names):
+        got = real(self, df, lits, *names)
         _FUSED[0] += 1
         _FUSED[1] += got is not None
         return got

@@ -1726,18 +1726,22 @@ class ArraysBackend(InProcessFrames):
             cols[name] = Col(out, None, BOOL)
         return Frame(cols, R.n)
 
-    def deadlines(self, df, lits: list):
-        """df with step 1's exp and dlp columns computed by the fused C kernel, or None (no
-        C kernels, a null or non-string look-up column, a look-up by two arguments): the
-        engine then builds them as expressions.  lits: [(bit, time column or None, time
-        offset, DelayPlan.lookup_spec)] of the positive literals with a bound time."""
+    def deadlines(self, df, lits: list, names: tuple = ("exp", "dlp")):
+        """df with step 1's exp and dlp columns (`names`; None: not added) computed by the
+        fused C kernel, or None (no C kernels, a null or non-string look-up column, a
+        look-up by two arguments): the engine then builds them as expressions.  lits:
+        [(bit, time column or None, time offset, DelayPlan.lookup_spec)] of the positive
+        literals with a bound time; a frame without `ev` (facts) has no bit set."""
         fused = kernels.c_only("deadlines")
         if fused is None or df.n == 0:
             return None
-        ev = df.cols["ev"]
-        if ev.k != INT:
+        ev = df.cols.get("ev")
+        if ev is None:
+            evv = np.zeros(df.n, np.int64)
+        elif ev.k != INT:
             return None
-        evv = ev.v if ev.m is None else np.where(ev.m, 0, ev.v)  # null: no bit set (_truth)
+        else:  # null: no bit set (as _truth reads it)
+            evv = ev.v if ev.m is None else np.where(ev.m, 0, ev.v)
         items = []
         for bit, tcol, toff, spec in lits:
             if spec is None:
@@ -1764,8 +1768,9 @@ class ArraysBackend(InProcessFrames):
         exp, dlp, null, any_null = fused(evv, items)
         m = null if any_null else None
         cols = dict(df.cols)
-        cols["exp"] = Col(exp, m, INT)
-        cols["dlp"] = Col(dlp, None if m is None else m.copy(), INT)
+        cols[names[0]] = Col(exp, m, INT)
+        if names[1] is not None:
+            cols[names[1]] = Col(dlp, None if m is None else m.copy(), INT)
         return Frame(cols, df.n)
 
     def _dense_delays(self, table, key: str, val: str) -> Optional[np.ndarray]:

@@ -254,12 +254,17 @@ class ColumnarEngine:
         # window update: facts of D|τ that may still be matched as hypotheses
         for p, d in D.items():
             n = self.edb[p] - 1
-            # a fact's arguments are all bound: δ by the static plan (no per-row pattern)
-            dd, dexpr, tmp = self.dplans[p].expr_static(B, d, [(COL, acol(i)) for i in range(n)],
-                                                        "_d")
-            dd = B.with_columns(dd, {"wexp": B.col("t") + dexpr})
-            if tmp:
-                dd = B.drop(dd, tmp)
+            # a fact's arguments are all bound: δ by the static plan (no per-row pattern);
+            # t + δ by the fused kernel when the backend has it (ArraysBackend.deadlines)
+            sides = [(COL, acol(i)) for i in range(n)]
+            fused = getattr(B, "deadlines", None)
+            spec = self.dplans[p].lookup_spec(B, sides) if fused is not None else None
+            dd = fused(d, [(0, "t", 0, spec)], ("wexp", None)) if spec is not None else None
+            if dd is None:
+                dd, dexpr, tmp = self.dplans[p].expr_static(B, d, sides, "_d")
+                dd = B.with_columns(dd, {"wexp": B.col("t") + dexpr})
+                if tmp:
+                    dd = B.drop(dd, tmp)
             dd = B.filter(dd, B.col("wexp") > B.lit(tau, INT))
             if not B.is_empty(dd):
                 self.W[p] = B.materialize(B.concat([self.W[p], dd]))
