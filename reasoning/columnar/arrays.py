@@ -2094,6 +2094,18 @@ def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
     # list / distinct: the non-null values of each group in row order, as an interned list
     lk = INTLIST if c.k == INT else STRLIST
     rows = np.flatnonzero(valid)
+    if kind == "distinct" and c.k == OBJ and rows.size > 64:
+        # string ids span the string table: a bitmap over (group, id) gives each group's
+        # distinct values (by id: the order is free, every use normalises) without hashing
+        # the rows (step 3's cover values, 10⁴-10⁵ devices' names a tick)
+        width = len(_SYM.vals)
+        if g * width <= 16 * rows.size + (1 << 20):
+            seen = np.zeros(g * width, bool)
+            seen[gid[rows] * width + c.v[rows]] = True
+            k = np.flatnonzero(seen)
+            owner = k // width
+            bounds = np.searchsorted(owner, np.arange(g + 1)).tolist()
+            return _internal(_split(k - owner * width, bounds), lk)
     if kind == "distinct" and rows.size > 1:  # each (group, value) at its first row
         v = c.v[rows]
         key = [gid[rows], (v + 0.0).view(np.int64)  # -0.0 as 0.0
