@@ -587,7 +587,9 @@ def test_the_c_row_formatter_writes_integers_as_python():
     assert got[0] == got[1] == got[2] == [str(x) for x in v.tolist()]
 
 
-_FUSED = [0, 0]  # _finish calls: all, those the fused deadline kernel took
+# _finish calls: all, those the fused deadline kernel took; the renderer's fused deadlines:
+# frames, those with rows waiting for a negated predicate's deadline
+_FUSED = [0, 0, 0, 0]
 
 
 @settings(max_examples=budget(40, "columnar"), deadline=None,
@@ -599,7 +601,8 @@ _FUSED = [0, 0]  # _finish calls: all, those the fused deadline kernel took
     st.integers(1, 3))
 def test_fused_deadlines_as_the_expressions(monkeypatch, case, extra, more):
     """Step 1's deadlines and the window's t + δ from the fused C kernel
-    (ArraysBackend.deadlines) are the expressions' (the Polars backend's), with instance delays looked up by one argument
+    (ArraysBackend.deadlines), and the printed deadlines (render_deadlines), are the
+    expressions' (the Polars backend's), with instance delays looked up by one argument
     (fused), by two (the kernel declines), ground and not: every tick's S_τ and lines.
     Each extra pattern's δ is the default's plus `more`, so the stream stays within δ."""
     text = case.text
@@ -619,6 +622,14 @@ def test_fused_deadlines_as_the_expressions(monkeypatch, case, extra, more):
         _FUSED[1] += got is not None
         return got
     monkeypatch.setattr(ArraysBackend, "deadlines", counted)
+    shown = ArraysBackend.render_deadlines
+
+    def counted_shown(self, df, full, tau, lits):
+        got = shown(self, df, full, tau, lits)
+        _FUSED[2] += got is not None
+        _FUSED[3] += got is not None and got[1] is not None
+        return got
+    monkeypatch.setattr(ArraysBackend, "render_deadlines", counted_shown)
     cp = compile_program(text, "<gen>")
     _both_backends(cp, case.stream, _until(cp, case) + 1, answers=True)
 
@@ -627,7 +638,7 @@ def test_the_fused_deadlines_ran():
     """(The property test above reached the fused kernel.)"""
     if _FUSED[0] == 0:
         pytest.skip("run with the property test above")
-    assert _FUSED[1] > 0 or kernels.IMPL != "c"
+    assert (_FUSED[1] > 0 and _FUSED[2] > _FUSED[3] > 0) or kernels.IMPL != "c"
 
 
 def test_deadlines_looked_up_by_two_arguments_take_the_expressions():

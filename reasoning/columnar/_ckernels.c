@@ -1566,6 +1566,118 @@ static PyObject *str_sigs(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", a1, a2);
 }
 
+/* ------------------------------------------------------------------ shown deadlines
+ * render_deadlines(ev, dlp, dlp_null, unb, full, tau, lits) -> (dl, dl_null, bad, needs):
+ * render.Renderer.deadlines' first pass (Explainer.deadline) fused.  A row is definite
+ * when ev == full.  For each negated literal j of lits (bit, t or None, toff, r) open
+ * (bit j of ev clear) at t_j = t + toff: after τ it bounds the deadline by t_j + r, or
+ * makes it unknown when r < 0 (no static horizon); at or before τ the row needs the
+ * negated predicate's own deadline (needs).  dl = the greatest of τ, dlp (unless null)
+ * and the bounds; null when definite or unknown (unb, or an open literal without
+ * horizon); bad: unknown and not definite.  Sums wrap as numpy's int64 arithmetic. */
+static PyObject *render_deadlines(PyObject *self, PyObject *args)
+{
+    PyObject *evo, *dlo, *dno, *uno, *lits;
+    long long full, tau;
+    if (!PyArg_ParseTuple(args, "OOOOLLO!", &evo, &dlo, &dno, &uno, &full, &tau,
+                          &PyList_Type, &lits))
+        return NULL;
+    PyArrayObject *hold[4 + DL_MAX_LITS];
+    int nh = 0;
+    PyObject *res = NULL;
+    PyArrayObject *ev = as_array(evo, NPY_INT64, 1);
+    if (ev == NULL)
+        return NULL;
+    hold[nh++] = ev;
+    npy_intp n = PyArray_DIM(ev, 0);
+    PyArrayObject *dl = as_array(dlo, NPY_INT64, 1), *dn, *un;
+    if (dl == NULL)
+        goto done;
+    hold[nh++] = dl;
+    if ((dn = as_array(dno, NPY_BOOL, 1)) == NULL)
+        goto done;
+    hold[nh++] = dn;
+    if ((un = as_array(uno, NPY_BOOL, 1)) == NULL)
+        goto done;
+    hold[nh++] = un;
+    if (PyArray_DIM(dl, 0) != n || PyArray_DIM(dn, 0) != n || PyArray_DIM(un, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "render_deadlines: column lengths");
+        goto done;
+    }
+    Py_ssize_t nl = PyList_GET_SIZE(lits);
+    if (nl > DL_MAX_LITS) {
+        PyErr_SetString(PyExc_ValueError, "render_deadlines: too many literals");
+        goto done;
+    }
+    int64_t bits[DL_MAX_LITS], toffs[DL_MAX_LITS], rs[DL_MAX_LITS];
+    const int64_t *ts[DL_MAX_LITS];
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        PyObject *to;
+        long long bit, toff, r;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(lits, i), "LOLL", &bit, &to, &toff, &r))
+            goto done;
+        if (bit < 0 || bit > 62) {
+            PyErr_SetString(PyExc_ValueError, "render_deadlines: literal bit out of range");
+            goto done;
+        }
+        bits[i] = bit; toffs[i] = toff; rs[i] = r; ts[i] = NULL;
+        if (to != Py_None) {
+            PyArrayObject *a = as_array(to, NPY_INT64, 1);
+            if (a == NULL)
+                goto done;
+            hold[nh++] = a;
+            if (PyArray_DIM(a, 0) != n) {
+                PyErr_SetString(PyExc_ValueError, "render_deadlines: time column length");
+                goto done;
+            }
+            ts[i] = (const int64_t *)PyArray_DATA(a);
+        }
+    }
+    {
+        PyArrayObject *o = new_i64(n);
+        PyArrayObject *on = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_BOOL);
+        PyArrayObject *ob = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_BOOL);
+        PyArrayObject *oq = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_BOOL);
+        if (o == NULL || on == NULL || ob == NULL || oq == NULL) {
+            Py_XDECREF(o); Py_XDECREF(on); Py_XDECREF(ob); Py_XDECREF(oq);
+            goto done;
+        }
+        const int64_t *E = PyArray_DATA(ev), *D = PyArray_DATA(dl);
+        const npy_bool *DN = PyArray_DATA(dn), *U = PyArray_DATA(un);
+        int64_t *O = PyArray_DATA(o);
+        npy_bool *ON = PyArray_DATA(on), *OB = PyArray_DATA(ob), *OQ = PyArray_DATA(oq);
+        for (npy_intp row = 0; row < n; row++) {
+            int definite = E[row] == full, unknown = U[row] != 0, needs = 0;
+            int64_t best = DN[row] || D[row] < tau ? tau : D[row];
+            for (Py_ssize_t i = 0; i < nl; i++) {
+                if ((E[row] >> bits[i]) & 1)
+                    continue;
+                int64_t t = (int64_t)((uint64_t)(ts[i] ? ts[i][row] : 0) + (uint64_t)toffs[i]);
+                if (t > tau) {
+                    if (rs[i] < 0)
+                        unknown = 1;
+                    else {
+                        int64_t b = (int64_t)((uint64_t)t + (uint64_t)rs[i]);
+                        if (b > best)
+                            best = b;
+                    }
+                }
+                else
+                    needs = 1;
+            }
+            O[row] = definite || unknown ? 0 : best;
+            ON[row] = definite || unknown;
+            OB[row] = unknown && !definite;
+            OQ[row] = needs && !definite;
+        }
+        res = Py_BuildValue("(NNNN)", o, on, ob, oq);
+    }
+done:
+    for (int i = 0; i < nh; i++)
+        Py_DECREF(hold[i]);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"join_rows", join_rows, METH_VARARGS,
      "join_rows(L, okl, R, okr, bits, left_outer) -> (li, ri)"},
@@ -1581,6 +1693,8 @@ static PyMethodDef methods[] = {
      "scan_facts(lines, max_line, exact) -> None | (ticks, ts, pred_ids, preds, nargs, "
      "flat, dx)"},
     {"str_sigs", str_sigs, METH_VARARGS, "str_sigs(strs, skip=0) -> None | (k1, k2)"},
+    {"render_deadlines", render_deadlines, METH_VARARGS,
+     "render_deadlines(ev, dlp, dlp_null, unb, full, tau, lits) -> (dl, null, bad, needs)"},
     {"deadlines", deadlines, METH_VARARGS,
      "deadlines(ev, lits) -> (exp, dlp, null, any_null)"},
     {NULL, NULL, 0, NULL}};

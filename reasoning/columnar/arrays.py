@@ -1698,6 +1698,41 @@ class ArraysBackend(InProcessFrames):
             ng = c.v if c.m is None else np.where(c.m, -1, c.v)
         return fmt(spec, tuple(sc), tuple(ic), _SYM.vals, ev.v, dlv, dln, tick, ng, _LST.vals)
 
+    def render_deadlines(self, df, full: int, tau: int, lits: list):
+        """render.Renderer.deadlines' first pass over one frame by the C kernel: (the rows
+        done, with `dl`; the rows needing a negated predicate's deadline, or None), or None
+        (no C kernels, a null where the expressions would read one).  lits: [(bit, time
+        column or None, time offset, static horizon or -1 for none)]."""
+        fused = kernels.c_only("render_deadlines")
+        if fused is None or df.n == 0:
+            return None
+        ev, dlp, unb = df.cols["ev"], df.cols["dlp"], df.cols["unb"]
+        if ev.k != INT or _norm_mask(ev.m) is not None or unb.k != BOOL or \
+                _norm_mask(unb.m) is not None or dlp.k not in (INT, NULL):
+            return None  # (a mask of no null is no null)
+        ts = []
+        for bit, tcol, toff, r in lits:
+            if tcol is None:
+                ts.append((bit, None, toff, r))
+                continue
+            c = df.cols[tcol]
+            if c.k != INT or _norm_mask(c.m) is not None or r < -1:
+                return None
+            ts.append((bit, c.v, toff, r))
+        dv = dlp.v if dlp.k == INT else np.zeros(df.n, np.int64)
+        dn = dlp.m if dlp.k == INT and dlp.m is not None else np.full(df.n, dlp.k == NULL)
+        dl, null, bad, needs = fused(ev.v, dv, dn, unb.v, full, tau, ts)
+        cols = dict(df.cols)
+        cols["dl"] = Col(dl, _norm_mask(null), INT)
+        out = Frame(cols, df.n)
+        if not lits:
+            return out, None
+        pend = needs & ~bad
+        if not _count(pend):
+            return out, None
+        return out.take(np.flatnonzero(~pend), int(df.n - _count(pend))), \
+            out.take(np.flatnonzero(pend), int(_count(pend)))
+
     def mark_rids(self, R, C, marks: dict):
         """R with a boolean column per mark: whether some row of C with R's `_rid` has the
         flag column true (None: any row at all) — the group-by `any` and left join of step

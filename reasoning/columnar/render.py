@@ -235,6 +235,13 @@ class Renderer:
                 continue
             tp = eng.templates[k]
             full = eng.layouts[k].full_mask
+            fused = self._fused_deadlines(k, P, df, tau)
+            if fused is not None:
+                done, pend = fused
+                if pend is not None:
+                    pending[(k, P)] = pend
+                final[(k, P)] = [done]
+                continue
             definite = B.col("ev") == B.lit(full, INT)
             parts = [B.lit(tau, INT), B.col("dlp")]
             nulls = [B.col("unb")]
@@ -267,6 +274,25 @@ class Renderer:
         if pending:
             self._deadline_waves(final, pending, tau)
         return {kp: B.concat(fs) for kp, fs in final.items()}
+
+    def _fused_deadlines(self, k: int, P, df, tau: int):
+        """deadlines' first pass for one frame by the backend's fused kernel
+        (ArraysBackend.render_deadlines): (the rows done, with dl; the rows that need a
+        negated predicate's deadline, or None), or None: the expressions then."""
+        fused = getattr(self.B, "render_deadlines", None)
+        if fused is None:
+            return None
+        eng = self.eng
+        tp = eng.templates[k]
+        lits = []
+        for j in tp.neg:
+            lp = tp.lits[j]
+            if lp.tvar is not None and lp.tvar not in P:
+                continue  # unbound time: counted in unb
+            r = self.rel.get(lp.pred, 0)
+            lits.append((j, None if lp.tvar is None else vcol(lp.tvar), lp.toff,
+                         -1 if r is None else r))
+        return fused(df, eng.layouts[k].full_mask, tau, lits)
 
     def _head_key(self, k: int):
         eng = self.eng
