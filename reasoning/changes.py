@@ -132,7 +132,7 @@ def _change_lines(cur, texts: Optional[list], sel: np.ndarray, upd: np.ndarray,
     else:
         rows.sort(key=lambda i: (g[i], sk[i]))
     n = len(prefix)
-    head = prefix + '"change": "'
+    pre = {k: f'{prefix}"change": "{k}", ' for k in ("decided", "updated", "new")}
     u = upd.tolist()
-    return [head + ("decided" if st[i] == "definite" else "updated" if u[i] else "new") +
-            '", ' + texts[i][n:] for i in rows]
+    return [pre["decided" if st[i] == "definite" else "updated" if u[i] else "new"] +
+            texts[i][n:] for i in rows]
