@@ -1368,6 +1368,43 @@ typedef struct {
     int64_t ndense[DL_MAX_GROUPS];
 } DlLit;
 
+/* an int64 column, its array kept in hold[*nh] (NULL with the error set) */
+static PyArrayObject *held_i64(PyObject *o, PyArrayObject **hold, int *nh)
+{
+    PyArrayObject *a = as_array(o, NPY_INT64, 1);
+    if (a != NULL)
+        hold[(*nh)++] = a;
+    return a;
+}
+
+/* an optional int64 column of n rows (None: *out = NULL), its array kept in hold[*nh];
+ * -1 with the error set */
+static int opt_i64(PyObject *o, npy_intp n, const char *who, PyArrayObject **hold, int *nh,
+                   const int64_t **out)
+{
+    *out = NULL;
+    if (o == Py_None)
+        return 0;
+    PyArrayObject *a = held_i64(o, hold, nh);
+    if (a == NULL)
+        return -1;
+    if (PyArray_DIM(a, 0) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: time column length", who);
+        return -1;
+    }
+    *out = (const int64_t *)PyArray_DATA(a);
+    return 0;
+}
+
+/* a literal's bit of an evidence mask: 0..62, else -1 with the error set */
+static int lit_bit(long long bit, const char *who)
+{
+    if (bit >= 0 && bit <= 62)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: literal bit out of range", who);
+    return -1;
+}
+
 static PyObject *deadlines(PyObject *self, PyObject *args)
 {
     PyObject *evo, *lits;
@@ -1376,10 +1413,9 @@ static PyObject *deadlines(PyObject *self, PyObject *args)
     PyArrayObject *hold[DL_MAX_LITS * (1 + 2 * DL_MAX_GROUPS) + 1];
     int nh = 0;
     PyObject *res = NULL;
-    PyArrayObject *ev = as_array(evo, NPY_INT64, 1);
+    PyArrayObject *ev = held_i64(evo, hold, &nh);
     if (ev == NULL)
         return NULL;
-    hold[nh++] = ev;
     npy_intp n = PyArray_DIM(ev, 0);
     Py_ssize_t nl = PyList_GET_SIZE(lits);
     DlLit L[DL_MAX_LITS];
@@ -1395,23 +1431,9 @@ static PyObject *deadlines(PyObject *self, PyObject *args)
         if (!PyArg_ParseTuple(it, "LOLLpLO!", &bit, &to, &toff, &cst, &ground, &d0,
                               &PyList_Type, &groups))
             goto done;
-        if (bit < 0 || bit > 62) {
-            PyErr_SetString(PyExc_ValueError, "deadlines: literal bit out of range");
+        if (lit_bit(bit, "deadlines") < 0 || opt_i64(to, n, "deadlines", hold, &nh, &l->t) < 0)
             goto done;
-        }
         l->bit = bit; l->toff = toff; l->cst = cst; l->ground = ground; l->d0 = d0;
-        l->t = NULL;
-        if (to != Py_None) {
-            PyArrayObject *a = as_array(to, NPY_INT64, 1);
-            if (a == NULL)
-                goto done;
-            hold[nh++] = a;
-            if (PyArray_DIM(a, 0) != n) {
-                PyErr_SetString(PyExc_ValueError, "deadlines: time column length");
-                goto done;
-            }
-            l->t = (const int64_t *)PyArray_DATA(a);
-        }
         l->ng = (int)PyList_GET_SIZE(groups);
         if (l->ng > DL_MAX_GROUPS) {
             PyErr_SetString(PyExc_ValueError, "deadlines: too many look-ups");
@@ -1585,10 +1607,9 @@ static PyObject *render_deadlines(PyObject *self, PyObject *args)
     PyArrayObject *hold[4 + DL_MAX_LITS];
     int nh = 0;
     PyObject *res = NULL;
-    PyArrayObject *ev = as_array(evo, NPY_INT64, 1);
+    PyArrayObject *ev = held_i64(evo, hold, &nh);
     if (ev == NULL)
         return NULL;
-    hold[nh++] = ev;
     npy_intp n = PyArray_DIM(ev, 0);
     PyArrayObject *dl = as_array(dlo, NPY_INT64, 1), *dn, *un;
     if (dl == NULL)
@@ -1616,22 +1637,10 @@ static PyObject *render_deadlines(PyObject *self, PyObject *args)
         long long bit, toff, r;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(lits, i), "LOLL", &bit, &to, &toff, &r))
             goto done;
-        if (bit < 0 || bit > 62) {
-            PyErr_SetString(PyExc_ValueError, "render_deadlines: literal bit out of range");
+        if (lit_bit(bit, "render_deadlines") < 0 ||
+            opt_i64(to, n, "render_deadlines", hold, &nh, &ts[i]) < 0)
             goto done;
-        }
-        bits[i] = bit; toffs[i] = toff; rs[i] = r; ts[i] = NULL;
-        if (to != Py_None) {
-            PyArrayObject *a = as_array(to, NPY_INT64, 1);
-            if (a == NULL)
-                goto done;
-            hold[nh++] = a;
-            if (PyArray_DIM(a, 0) != n) {
-                PyErr_SetString(PyExc_ValueError, "render_deadlines: time column length");
-                goto done;
-            }
-            ts[i] = (const int64_t *)PyArray_DATA(a);
-        }
+        bits[i] = bit; toffs[i] = toff; rs[i] = r;
     }
     {
         PyArrayObject *o = new_i64(n);
