@@ -101,13 +101,10 @@ def _inputs(slices):
         if s:
             preds = sorted({p for p, _, _ in s})
             at = {p: i for i, p in enumerate(preds)}
-            nargs = np.array([len(a) for _, a, _ in s], np.int64)
-            k = int(nargs[0])
-            sl.add_frame(Scanned(
+            sl.add_frame(Scanned.of(
                 no, np.full(len(s), tau, np.int64), np.array([t for _, _, t in s], np.int64),
                 np.array([at[p] for p, _, _ in s], np.int64), preds,
-                np.concatenate(([0], np.cumsum(nargs))), [x for _, a, _ in s for x in a],
-                k if (nargs == k).all() else -1))
+                np.array([len(a) for _, a, _ in s], np.int64), [x for _, a, _ in s for x in a]))
         no += len(s)
         out.append(sl)
     return out

@@ -27,6 +27,14 @@ class Scanned:
         self.first, self.ticks, self.ts, self.pid = first, ticks, ts, pid
         self.preds, self.offs, self.flat, self.k = preds, offs, flat, k
 
+    @classmethod
+    def of(cls, first: int, ticks: np.ndarray, ts: np.ndarray, pid: np.ndarray, preds: list,
+           nargs: np.ndarray, flat: list) -> "Scanned":
+        """A whole block from each row's number of arguments (the C scanner's fields)."""
+        k = int(nargs[0]) if nargs.size else 0
+        return cls(first, ticks, ts, pid, list(preds), np.concatenate(([0], np.cumsum(nargs))),
+                   flat, k if (nargs == k).all() else -1)
+
     @property
     def height(self) -> int:
         return self.ticks.size
@@ -76,6 +84,7 @@ class Scanned:
         groups = [(int(pid[0]), None)] if one else [
             (int(p), np.flatnonzero(pid == p)) for p in np.unique(pid).tolist()]
         o0, o1 = int(self.offs[0]), int(self.offs[-1])
+        args = None  # each row's arguments, when some group needs them
         for p, rows in groups:
             k = self.k
             if rows is None and k >= 0:  # every row: its arguments are every k-th string
@@ -83,7 +92,7 @@ class Scanned:
                 cols = {acol(i): part[i::k] for i in range(k)}
                 cols["t"] = self.ts
             else:
-                args = self._args()
+                args = self._args() if args is None else args
                 rs = range(len(args)) if rows is None else rows.tolist()
                 n = len(args[rs[0]]) if len(rs) else 0
                 cols = {acol(i): [args[r][i] for r in rs] for i in range(n)}

@@ -252,9 +252,7 @@ def _scan_block(lines: list, first: int, cp: CompiledProgram, after: int,
         return None  # out of order
     if max_gap is not None and not (ticks <= np.maximum(prev, 0) + max_gap).all():
         return None
-    k = int(nargs[0])
-    return Scanned(first, ticks, ts, pid, list(preds), np.concatenate(([0], np.cumsum(nargs))),
-                   flat, k if (nargs == k).all() else -1)
+    return Scanned.of(first, ticks, ts, pid, preds, nargs, flat)
 
 
 def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after: int,
@@ -353,7 +351,7 @@ class Slice:
         self.n = 0
         self._entries: Optional[list] = None
         self._frames: Optional[dict] = None
-        self._cols = False  # columns(): not yet computed
+        self._cols: Optional[dict] | bool = False  # columns(): not yet computed
         # (backend name, its input frames): the columnar executor's conversion of frames()
         # done ahead by the reading thread (Session.prepare_slice), or None
         self.ready: Optional[tuple] = None
@@ -361,16 +359,19 @@ class Slice:
     def add_frame(self, df) -> None:
         self.chunks.append(df)
         self.n += df.height
-        self._entries = self._frames = self.ready = None
-        self._cols = False
+        self._changed()
 
     def add_entry(self, f: Fact, no: int) -> None:
-        self._entries = self._frames = self.ready = None
-        self._cols = False
+        self._changed()
         if not self.chunks or not isinstance(self.chunks[-1], list):
             self.chunks.append([])
         self.chunks[-1].append((f, no))
         self.n += 1
+
+    def _changed(self) -> None:
+        """Forget the forms built from the chunks (a chunk was added)."""
+        self._entries = self._frames = self.ready = None
+        self._cols = False  # columns(): not yet computed
 
     def __len__(self) -> int:
         return self.n

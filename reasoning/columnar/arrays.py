@@ -260,13 +260,11 @@ class LazyCol(Col):
     v = _filled(_V)
     m = _filled(_M)
 
-    def take(self, idx) -> "Col":
-        src, idx0 = self._lz
-        return src.gather_later(idx0.take(idx))
-
     def gather_later(self, idx) -> "Col":
         src, idx0 = self._lz
         return src.gather_later(idx0.take(idx))
+
+    take = gather_later  # (a lazy column's take stays lazy)
 
 
 def _m_or(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarray]:
@@ -282,9 +280,6 @@ _count = np.count_nonzero  # (a C function: m.any() goes through a Python wrappe
 
 def _norm_mask(m: Optional[np.ndarray]) -> Optional[np.ndarray]:
     return m if m is not None and _count(m) else None
-
-
-LAZY = True  # Frame.take gathers each column on its first read (LazyCol)
 
 
 class Frame:
@@ -304,8 +299,7 @@ class Frame:
         return self.n
 
     def take(self, idx, n: int) -> "Frame":
-        if not LAZY:
-            return Frame({k: c.take(idx) for k, c in self.cols.items()}, n)
+        """The rows idx, each column gathered on its first read (LazyCol)."""
         cols = {}
         composed: dict = {}  # one composition per source index the lazy columns share
         for k, c in self.cols.items():
@@ -314,10 +308,7 @@ class Frame:
                 got = composed.get(id(idx0))
                 if got is None:
                     got = composed[id(idx0)] = idx0.take(idx)
-                c2 = Col.__new__(LazyCol)
-                c2.k = c.k
-                c2._lz = (src, got)
-                cols[k] = c2
+                cols[k] = src.gather_later(got)
             else:
                 cols[k] = c.gather_later(idx)
         return Frame(cols, n)
@@ -711,17 +702,27 @@ def _intern_strs(xs: list) -> Optional[Col]:
     got = None if sigs is None else sigs(xs)
     if got is None:
         return None
-    k1, k2 = got
     if _BY_STR is None:
         _BY_STR = kernels.HashIndex()
-    ids = _BY_STR.lookup(k1, k2)
-    miss = ids < 0
+    ids = _ids_by_signature(_BY_STR, *got, None, lambda pos: [xs[i] for i in pos.tolist()])
+    return Col(ids, None, OBJ)
+
+
+def _ids_by_signature(index, k1: np.ndarray, k2: np.ndarray, m: Optional[np.ndarray],
+                      strings_at) -> np.ndarray:
+    """The string ids of signatures (k1, k2) in `index` (a kernels.HashIndex; -1 where m, a
+    null mask, is set); the strings it has not seen, strings_at(their positions), are
+    entered in _SYM and in the index."""
+    ids = index.lookup(k1, k2)
+    miss = ids < 0 if m is None else (ids < 0) & ~m
     if miss.any():
         pos = np.flatnonzero(miss)
-        new = _SYM.encode([xs[i] for i in pos.tolist()])
+        new = _SYM.encode(strings_at(pos))
         ids[pos] = new
-        _BY_STR.insert(k1[pos], k2[pos], new)
-    return Col(ids, None, OBJ)
+        index.insert(k1[pos], k2[pos], new)
+    if m is not None:
+        ids[m] = -1
+    return ids
 
 
 def _intern_series(s, sig: Optional[tuple] = None) -> Col:
@@ -735,15 +736,7 @@ def _intern_series(s, sig: Optional[tuple] = None) -> Col:
     if n == 0:
         return Col(np.zeros(0, np.int64), None, OBJ)
     k1, k2, m = _signature(s) if sig is None else sig
-    ids = _BY_HASH.lookup(k1, k2)
-    miss = ids < 0 if m is None else (ids < 0) & ~m
-    if miss.any():
-        pos = np.flatnonzero(miss)
-        new = _SYM.encode(s.gather(pos).to_list())
-        ids[pos] = new
-        _BY_HASH.insert(k1[pos], k2[pos], new)
-    if m is not None:
-        ids[m] = -1
+    ids = _ids_by_signature(_BY_HASH, k1, k2, m, lambda pos: s.gather(pos).to_list())
     return Col(ids, _norm_mask(m), OBJ)
 
 
@@ -1138,6 +1131,7 @@ class ArraysBackend(InProcessFrames):
 
     def __init__(self, threads: Optional[int] = None):
         self.sym, self.lst = _SYM, _LST
+        self._dense_memo: dict = {}  # id(δ table) -> (table, its dense array): _dense_delays
         kernels.warm()
 
     # ------------------------------------------------------------ expressions
@@ -1725,13 +1719,12 @@ class ArraysBackend(InProcessFrames):
         cols = dict(df.cols)
         cols["dl"] = Col(dl, _norm_mask(null), INT)
         out = Frame(cols, df.n)
-        if not lits:
+        pend = needs & ~bad  # (no literal: nothing needs a negated predicate's deadline)
+        waiting = np.flatnonzero(pend)
+        if not waiting.size:
             return out, None
-        pend = needs & ~bad
-        if not _count(pend):
-            return out, None
-        return out.take(np.flatnonzero(~pend), int(df.n - _count(pend))), \
-            out.take(np.flatnonzero(pend), int(_count(pend)))
+        done = np.flatnonzero(~pend)
+        return out.take(done, done.size), out.take(waiting, waiting.size)
 
     def mark_rids(self, R, C, marks: dict):
         """R with a boolean column per mark: whether some row of C with R's `_rid` has the
@@ -1797,7 +1790,7 @@ class ArraysBackend(InProcessFrames):
                 if dense is None:
                     return None
                 groups.append((c.v, dense))
-            if const is not None and const < 0 or d0 < 0:
+            if (const is not None and const < 0) or d0 < 0:
                 return None
             items.append((bit, t, toff, -1 if const is None else const, ground, d0, groups))
         exp, dlp, null, any_null = fused(evv, items)
@@ -1811,7 +1804,7 @@ class ArraysBackend(InProcessFrames):
     def _dense_delays(self, table, key: str, val: str) -> Optional[np.ndarray]:
         """A δ look-up table as an array indexed by string id (-1: no pattern), or None;
         the tables live as long as their DelayPlan, and so do their ids."""
-        memo = self.__dict__.setdefault("_dense_memo", {})
+        memo = self._dense_memo
         got = memo.get(id(table))
         if got is None or got[0] is not table:
             ids, ds = table.cols[key].v, table.cols[val].v

@@ -1103,19 +1103,19 @@ class ColumnarEngine:
         out: list = []
         if not unb:
             # h is ground: every cover is all of h
-            marked = None
-            if C is not None and not B.is_empty(C):
+            if C is None or B.is_empty(C):
+                R = B.with_columns(R, {"_dt": Fl, "_at": Fl})
+            else:
                 mark = getattr(B, "mark_rids", None)  # (the arrays backend: no group-by)
                 marked = mark(R, C, {"_dt": "ldef", "_at": None}) if mark else None
-                if marked is None:
+                if marked is not None:
+                    R = marked
+                else:
                     agg = B.group_agg(C, ["_rid"], {"_dt": B.agg_any(B.col("ldef")),
                                                      "_at": B.agg_any(Tr)}, scalar=True)
                     R = B.join(R, agg, ["_rid"], ["_rid"], how="left")
-                dt = B.coalesce([B.col("_dt"), Fl])
-                at = B.coalesce([B.col("_at"), Fl])
-            else:
-                dt, at = Fl, Fl
-            R = marked if marked is not None else B.with_columns(R, {"_dt": dt, "_at": at})
+                    R = B.with_columns(R, {"_dt": B.coalesce([B.col("_dt"), Fl]),
+                                           "_at": B.coalesce([B.col("_at"), Fl])})
             kept = self._sel(B.filter(R, (~B.col("_dt")) & (future | B.col("_at"))), sch)
             go = B.filter(R, (~B.col("_dt")) & (~future) & (~B.col("_at")))
             if not B.is_empty(go):
