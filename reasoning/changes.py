@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
-
 import numpy as np
 
 from .columnar import kernels
+from .explain import DEFINITE
+from .keyed import KeyedLines
 
 _TIME_FROM = re.compile(r'"time_from": \{[^{}]*\}')
 _NUMBER = re.compile(r'(": )(-?\d+)')
@@ -44,25 +44,21 @@ class Changes:
         self.prev = None
 
     def update(self, tau: int, cur) -> list[str]:
-        """The lines to print at tick τ, given the current answer set as a frame (grp, skey,
-        line, akey, status): ~5 Polars operations a tick (each costs ~0.1–0.2 ms whatever
-        the height: a tick's ~10³ lines took ~15)."""
-        import polars as pl
-
+        """The lines to print at tick τ, given the current answer set as KeyedLines (or a
+        frame of its columns, or None: no line): answers and lines compared by hashes
+        (_signatures), the printed ones written in Python."""
         prefix = f'{{"tick": {tau}, '
-        if cur is None:
-            cur = pl.DataFrame(schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String,
-                                       "akey": pl.String, "status": pl.String})
+        cur = KeyedLines.of(cur)
         n = len(prefix)
-        lines, still_open, texts = _signatures(cur, n, tau)
+        lines, still_open = _signatures(cur, n, tau)
         answers = np.ascontiguousarray(lines[:, :2])
         prev = self.prev
         self.prev = (cur, n, lines, still_open)
         out: list = []
         if prev is None:
             if cur.height:
-                out = _change_lines(cur, texts, np.ones(cur.height, bool),
-                                    np.zeros(cur.height, bool), prefix)
+                out = _change_lines(cur, np.ones(cur.height, bool), np.zeros(cur.height, bool),
+                                    prefix)
             return out
         pdf, pn, plines, popen = prev
         panswers = np.ascontiguousarray(plines[:, :2])
@@ -71,68 +67,64 @@ class Changes:
         touched = np.concatenate([answers[added], panswers[dropped]])
         sel = _member(answers, touched)
         if sel.any():
-            out = _change_lines(cur, texts, sel, _member(answers, panswers), prefix)
+            out = _change_lines(cur, sel, _member(answers, panswers), prefix)
         refuted = dropped & popen
         if refuted.any():
             refuted &= ~_member(panswers, answers)
             if refuted.any():
-                out.extend(pdf.filter(pl.Series(refuted)).select(pl.concat_str(
-                    [pl.lit(prefix + '"change": "refuted", '), pl.col("line").str.slice(pn)])
-                    .sort_by("skey")).to_series().to_list())
+                rows = np.flatnonzero(refuted).tolist()
+                rows.sort(key=pdf.skey.__getitem__)
+                head = prefix + '"change": "refuted", '
+                out.extend([head + pdf.line[i][pn:] for i in rows])
         return out
 
 
-def _signatures(cur, n: int, tau: int):
+def _signatures(cur: KeyedLines, n: int, tau: int):
     """(a 128-bit hash of each row's answer key and of its line's body — the line after its
     n-character prefix, `time_from` relative to τ — as an int64 matrix of 4 columns,
     whether each row is still open): answers and lines are compared by these, joins on
     integers instead of ~200-byte strings (a collision has probability ~n²/2¹²⁸).  The C
-    kernel str_sigs hashes the columns' strings; without it, Polars' hash."""
-    import polars as pl
-
-    body = pl.col("line").str.slice(n)
-    still_open = (cur.get_column("status") != "definite").to_numpy()
+    kernel str_sigs hashes the strings; without it, Polars' hash."""
+    still_open = np.array([s != DEFINITE for s in cur.status], bool)
+    if not cur.height:
+        return np.zeros((0, 4), np.int64), still_open
+    lines = cur.line
+    # lines with a floor go through Python (a str search: ~0.1 ms where Polars' costs 0.2)
+    idx = [i for i, x in enumerate(lines) if '"time_from": {' in x]
     sigs = kernels.c_only("str_sigs")
-    if sigs is not None and cur.height:
-        lines = cur.get_column("line").to_list()
-        a, b = sigs(cur.get_column("akey").to_list()), sigs(lines, n)
-        # lines with a floor go through Python (a str search: ~0.1 ms where Polars' costs 0.2)
-        idx = [i for i, x in enumerate(lines) if '"time_from": {' in x]
+    if sigs is not None:
+        a, b = sigs(cur.akey), sigs(lines, n)
         c = sigs([relative_time_from(lines[i][n:], tau) for i in idx]) if idx else ((), ())
         if a is not None and b is not None and c is not None:
             h = [a[0], a[1], b[0], b[1]]
             if idx:
                 h[2][idx], h[3][idx] = c
-            return np.column_stack(h), still_open, lines
-    hs = cur.select(pl.col("akey").hash(11).alias("h11"), pl.col("akey").hash(12).alias("h12"),
-                    body.hash(13).alias("h13"), body.hash(14).alias("h14"))
-    tf = cur.get_column("line").str.contains('"time_from": {', literal=True)
-    if tf.any():
-        idx = tf.arg_true()
-        cmp = cur.select(body.alias("cmp")).to_series()
-        cmp.scatter(idx, [relative_time_from(b, tau) for b in cmp.gather(idx).to_list()])
-        hs = hs.with_columns(cmp.hash(13).alias("h13"), cmp.hash(14).alias("h14"))
+            return np.column_stack(h), still_open
+    import polars as pl
+
+    body = pl.Series([x[n:] for x in lines], dtype=pl.String)
+    if idx:
+        body = body.scatter(idx, [relative_time_from(lines[i][n:], tau) for i in idx])
+    akey = pl.Series(cur.akey, dtype=pl.String)
     # (the columns one by one: no Polars operation)
-    return np.column_stack([hs.get_column(c).to_numpy() for c in
-                            ("h11", "h12", "h13", "h14")]).view(np.int64), still_open, None
+    return np.column_stack([akey.hash(11).to_numpy(), akey.hash(12).to_numpy(),
+                            body.hash(13).to_numpy(), body.hash(14).to_numpy()]
+                           ).view(np.int64), still_open
 
 
-def _change_lines(cur, texts: Optional[list], sel: np.ndarray, upd: np.ndarray,
-                  prefix: str) -> list[str]:
+def _change_lines(cur: KeyedLines, sel: np.ndarray, upd: np.ndarray, prefix: str) -> list[str]:
     """The selected rows' lines as changes (`decided` if definite, `updated` if printed
     before, else `new`), by (grp, skey): sorted and written in Python — Polars' sort of the
     string keys alone cost ~0.5 ms a tick for ~10³ rows, Python's ~0.1."""
-    if texts is None:
-        texts = cur.get_column("line").to_list()
-    sk, g, st = (cur.get_column(c).to_list() for c in ("skey", "grp", "status"))
+    sk, g, st, texts = cur.skey, cur.grp, cur.status, cur.line
     rows = np.flatnonzero(sel).tolist()
     # (skeys are distinct: the renderer keeps one row a key, so no order among ties)
-    if len(set(g)) == 1:
+    if len(set(g)) <= 1:
         rows.sort(key=sk.__getitem__)
     else:
         rows.sort(key=lambda i: (g[i], sk[i]))
     n = len(prefix)
     pre = {k: f'{prefix}"change": "{k}", ' for k in ("decided", "updated", "new")}
     u = upd.tolist()
-    return [pre["decided" if st[i] == "definite" else "updated" if u[i] else "new"] +
+    return [pre["decided" if st[i] == DEFINITE else "updated" if u[i] else "new"] +
             texts[i][n:] for i in rows]

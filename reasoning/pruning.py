@@ -105,19 +105,14 @@ class Pruner:
             return [self._line(o) for o in self._objs()]
 
     def keyed(self):
-        import polars as pl
-
         from .columnar.render import answer_key_text
+        from .keyed import KeyedLines
 
         objs = self._objs(False)
-        return pl.DataFrame(
-            {"grp": [0 if o["query"] == self.main_q else 1 for o in objs],
-             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
-             "line": [self._line(o) for o in objs],
-             "akey": [answer_key_text(o) for o in objs],
-             "status": [o["status"] for o in objs]},
-            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
-                    "status": pl.String})
+        return KeyedLines([0 if o["query"] == self.main_q else 1 for o in objs],
+                          [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+                          [self._line(o) for o in objs], [answer_key_text(o) for o in objs],
+                          [o["status"] for o in objs])
 
     def summary(self) -> str:
         where = f"{self.state_pruned} removed from S_τ" + (

@@ -121,12 +121,26 @@ class Scanned:
                              args, pl.Series("t", self.ts)])
 
 
-def merged_columns(chunks: list) -> Optional[dict]:
-    """Slice.columns over several Scanned chunks (a tick spread over blocks): each
+def entry_columns(entries: list) -> Optional[dict]:
+    """Slice.columns of a chunk read line by line ((Fact, line) pairs): None if a time does
+    not fit an int64 (the frames take it)."""
+    from .columnar.layout import facts_by_pred
+
+    out = facts_by_pred(f for f, _ in entries)
+    try:
+        for cols in out.values():
+            cols["t"] = np.array(cols["t"], dtype=np.int64)
+    except OverflowError:
+        return None
+    return out
+
+
+def merged_columns(parts: list) -> Optional[dict]:
+    """Slice.columns over several chunks' columns (a tick spread over blocks): each
     predicate's columns concatenated in line order."""
     out: dict = {}
-    for c in chunks:
-        for p, cols in c.columns().items():
+    for part in parts:
+        for p, cols in part.items():
             have = out.get(p)
             if have is None:
                 out[p] = {k: (v if isinstance(v, np.ndarray) else list(v))

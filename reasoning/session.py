@@ -275,25 +275,20 @@ class Session:
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
 
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
-        """The current lines as a Polars frame (grp, skey, line, akey, status) for --changes
-        (in no particular order)."""
-        import polars as pl
-
+        """The current lines with their keys for --changes (keyed.KeyedLines, or a frame of
+        its columns; in no particular order)."""
         from .columnar.render import answer_key_text
+        from .keyed import KeyedLines
 
         if self.col is not None:
             return self.renderer.lines(self.rep.frames, self.tau, all_queries,
                                        include_pending, with_keys=True)
         main = str(self.cp.main.atom)
         objs = self.objects(all_queries, include_pending, False)
-        return pl.DataFrame(
-            {"grp": [0 if o["query"] == main else 1 for o in objs],
-             "skey": [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
-             "line": [json.dumps(o, ensure_ascii=False) for o in objs],
-             "akey": [answer_key_text(o) for o in objs],
-             "status": [o["status"] for o in objs]},
-            schema={"grp": pl.Int64, "skey": pl.String, "line": pl.String, "akey": pl.String,
-                    "status": pl.String})
+        return KeyedLines([0 if o["query"] == main else 1 for o in objs],
+                          [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+                          [json.dumps(o, ensure_ascii=False) for o in objs],
+                          [answer_key_text(o) for o in objs], [o["status"] for o in objs])
 
     # ------------------------------------------------------------------ views (tests)
     @property

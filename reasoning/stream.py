@@ -16,7 +16,7 @@ from .compiler import CompiledProgram
 from .declared import IGNORED, declared_unused, did_you_mean
 from .errors import HypoError, ProgramError
 from .patterns import Fact
-from .scanned import Scanned, merged_columns
+from .scanned import Scanned, entry_columns, merged_columns
 from .syntax import NAME
 
 MAX_LINE = 1 << 16
@@ -172,35 +172,43 @@ BLOCK_LINES = 4096  # lines read and parsed at once ...
 BLOCK_CHARS = 1 << 22  # ... or fewer, if they are this long together
 
 
-class EdbMeta(tuple):
-    """edb_meta's result: (frame, exact frame) as parse_block unpacks them, and the same as
-    dicts for the C scanner's path (_scan_block): by_pred {pred: (arity, δ, inst, wild)},
-    exact {`p(c1,…,cn`: δ}."""
+class EdbMeta:
+    """edb_meta's result: by_pred {pred: (arity, δ, inst, wild)} and exact {`p(c1,…,cn`: δ}
+    for the C scanner's path (_scan_block), and the same as frames for parse_block's
+    general path (frames(), built at its first use: a run whose blocks all scan never
+    imports Polars for them)."""
 
-    by_pred: dict
-    exact: dict
+    def __init__(self, rows: list, exact_rows: list):
+        self.by_pred = {r[0]: r[1:] for r in rows}
+        self.exact = dict(exact_rows)
+        self._rows, self._exact_rows, self._frames = rows, exact_rows, None
+
+    def frames(self) -> tuple:
+        """(meta: pred, arity, d, inst, wild; exact: key, dx) as Polars frames."""
+        if self._frames is None:
+            import polars as pl
+
+            meta = pl.DataFrame(self._rows, orient="row", schema={
+                "pred": pl.String, "arity": pl.UInt32, "d": pl.Int64, "inst": pl.Boolean,
+                "wild": pl.Boolean})
+            exact = pl.DataFrame(self._exact_rows, orient="row",
+                                 schema={"key": pl.String, "dx": pl.Int64})
+            self._frames = (meta, exact)
+        return self._frames
 
 
 def edb_meta(cp: CompiledProgram) -> EdbMeta:
-    """The streamed predicates as a frame for parse_block: arity, default δ, and whether a
-    `#delay` instance pattern may give some instance another δ (`inst`: looked up in the
-    frame of exact instances, or in Python when a pattern has wildcards, `wild`); and that
-    frame: (key `p(c1,…,cn`, dx) for the fully constant patterns (Delays.exact)."""
-    import polars as pl
-
+    """The streamed predicates for parse_block: arity, default δ, and whether a `#delay`
+    instance pattern may give some instance another δ (`inst`: looked up among the exact
+    instances, or in Python when a pattern has wildcards, `wild`); and the fully constant
+    patterns (Delays.exact) keyed `p(c1,…,cn`."""
     an = cp.analysis
     dl = cp.delays
     rows = [(p, n, dl.default.get(p, 0), p in dl.patterns, p in dl.wild)
             for p, n in an.edb.items() if p not in an.rigid and p not in an.idb]
-    meta = pl.DataFrame(rows, schema={"pred": pl.String, "arity": pl.UInt32, "d": pl.Int64,
-                                      "inst": pl.Boolean, "wild": pl.Boolean}, orient="row")
     exact_rows = [(f"{p}({','.join(a)}", d) for (p, a), d in dl.exact.items()
                   if p not in dl.wild]
-    exact = pl.DataFrame(exact_rows, schema={"key": pl.String, "dx": pl.Int64}, orient="row")
-    out = EdbMeta((meta, exact))
-    out.by_pred = {r[0]: r[1:] for r in rows}
-    out.exact = dict(exact_rows)
-    return out
+    return EdbMeta(rows, exact_rows)
 
 
 def _scanner():
@@ -263,8 +271,6 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
     block when the C scanner read it, whose to_frame() is that frame; otherwise the
     parse_line result of every line (the same results, line by line).  `meta`: edb_meta(cp),
     computed once by the caller."""
-    import polars as pl
-
     def by_line(fast=None):
         return [fast[i] if fast is not None and fast[i] is not None
                 else parse_line(raw, first + i, cp, source) for i, raw in enumerate(lines)]
@@ -278,7 +284,9 @@ def parse_block(lines: list, first: int, cp: CompiledProgram, source: str, after
         counts[key] = counts.get(key, 0) + 1
     if scanned is not None:
         return scanned
-    meta, exact = meta
+    import polars as pl
+
+    meta, exact = meta.frames()
     try:
         raw = pl.DataFrame({"l": pl.Series(lines, dtype=pl.String)})
         for pattern in (_BLOCK_EXACT, _BLOCK):
@@ -396,13 +404,15 @@ class Slice:
         return [f for f, _ in self.entries()]
 
     def columns(self) -> Optional[dict]:
-        """{pred: {"a0": [...], …, "t": int64 array}} when every chunk is Scanned (the
-        engine's from_columns input, built without a frame), else None."""
+        """{pred: {"a0": [...], …, "t": int64 array}} when every chunk is Scanned or read
+        line by line (the engine's from_columns input, built without a frame), else
+        None."""
         if self._cols is False:
             self._cols = None
-            if self.chunks and all(isinstance(c, Scanned) for c in self.chunks):
-                self._cols = self.chunks[0].columns() if len(self.chunks) == 1 else \
-                    merged_columns(self.chunks)
+            parts = [c.columns() if isinstance(c, Scanned) else
+                     entry_columns(c) if isinstance(c, list) else None for c in self.chunks]
+            if all(p is not None for p in parts):  # (no chunk: no fact, {})
+                self._cols = parts[0] if len(parts) == 1 else merged_columns(parts)
         return self._cols
 
     def frames(self) -> dict:

@@ -1615,11 +1615,11 @@ class ArraysBackend(InProcessFrames):
         each distinct list decoded once, numbers as they are (for the renderer)."""
         import polars as pl
 
-        from .backend import _DTYPES
+        from .backend import dtypes
 
         out = []
         for k, c in fr.cols.items():
-            dt = _DTYPES.get(c.k, pl.Null)
+            dt = dtypes().get(c.k, pl.Null)
             if c.k == NULL or fr.n == 0:
                 out.append(pl.Series(k, [None] * fr.n, dtype=dt))
                 continue

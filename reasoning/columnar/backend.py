@@ -23,12 +23,31 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Optional, Sequence
 
-import polars as pl
-
 from .layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
-_DTYPES = {OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean, STRLIST: pl.List(pl.String),
-           INTLIST: pl.List(pl.Int64), FLOAT: pl.Float64}
+
+class _Polars:
+    """The polars module, imported at its first use: a run on the arrays executor may
+    never need it, and importing it costs ~0.2 s of `hypo run`'s start."""
+
+    def __getattr__(self, name: str):
+        import polars
+
+        globals()["pl"] = polars
+        return getattr(polars, name)
+
+
+pl: Any = _Polars()
+_DTYPES_MEMO: dict = {}
+
+
+def dtypes() -> dict:
+    """Each column kind's Polars dtype."""
+    if not _DTYPES_MEMO:
+        _DTYPES_MEMO.update({OBJ: pl.String, INT: pl.Int64, BOOL: pl.Boolean,
+                             STRLIST: pl.List(pl.String), INTLIST: pl.List(pl.Int64),
+                             FLOAT: pl.Float64})
+    return _DTYPES_MEMO
 
 
 class InProcessFrames:
@@ -66,7 +85,7 @@ class PolarsBackend(InProcessFrames):
         key = (value, kind, type(value))
         got = self._lits.get(key)
         if got is None:
-            got = pl.lit(value) if kind is None else pl.lit(value, dtype=_DTYPES[kind])
+            got = pl.lit(value) if kind is None else pl.lit(value, dtype=dtypes()[kind])
             if len(self._lits) < 100000:
                 self._lits[key] = got
         return got
@@ -166,14 +185,14 @@ class PolarsBackend(InProcessFrames):
     def typed_list(self, items: list, kind: str):
         """A list column of the given element kind (OBJ or INT) from item expressions."""
         if not items:
-            return pl.lit([], dtype=pl.List(_DTYPES[kind]))
-        return pl.concat_list([i.cast(_DTYPES[kind]) for i in items])
+            return pl.lit([], dtype=pl.List(dtypes()[kind]))
+        return pl.concat_list([i.cast(dtypes()[kind]) for i in items])
 
     def get_item(self, lst, i: int):
         return lst.list.get(i, null_on_oob=True)
 
     def cast(self, e, kind: str):
-        return e.cast(_DTYPES[kind])
+        return e.cast(dtypes()[kind])
 
     def list_norm(self, lst):
         """Drop nulls, deduplicate and sort (the canonical form of `ng` and of E/H)."""
@@ -211,14 +230,14 @@ class PolarsBackend(InProcessFrames):
 
     # ------------------------------------------------------------ frames
     def empty(self, schema: dict[str, str]):
-        return pl.DataFrame(schema={k: _DTYPES[v] for k, v in schema.items()})
+        return pl.DataFrame(schema={k: dtypes()[v] for k, v in schema.items()})
 
     def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
         return pl.DataFrame({k: cols.get(k, [None] * _n(cols)) for k in schema},
-                            schema={k: _DTYPES[v] for k, v in schema.items()})
+                            schema={k: dtypes()[v] for k, v in schema.items()})
 
     def from_rows(self, rows: list[dict], schema: dict[str, str]):
-        return pl.DataFrame(rows, schema={k: _DTYPES[v] for k, v in schema.items()},
+        return pl.DataFrame(rows, schema={k: dtypes()[v] for k, v in schema.items()},
                             orient="row") if rows else self.empty(schema)
 
     def from_arrow(self, table):
@@ -253,20 +272,20 @@ class PolarsBackend(InProcessFrames):
         return df.get_column(col).unique().to_list()
 
     def filter(self, df, cond):
-        if _FAST:
+        if _fast():
             return _run(df._df.lazy().filter(cond._pyexpr))
         return df.filter(cond)
 
     def with_columns(self, df, exprs: dict):
         if not exprs:
             return df
-        if _FAST:
+        if _fast():
             return _run(df._df.lazy().with_columns([e.alias(k)._pyexpr
                                                     for k, e in exprs.items()]))
         return df.with_columns(**exprs)
 
     def select(self, df, items: list):
-        if _FAST:
+        if _fast():
             return _run(df._df.lazy().select([e._pyexpr for e in items]))
         return df.select(items)
 
@@ -274,14 +293,14 @@ class PolarsBackend(InProcessFrames):
         """A projection on column names (no expression: no plan to run)."""
         if df.columns == cols:
             return df
-        return _wrap_df(df._df.select(cols)) if _FAST else df[cols]
+        return _wrap_df(df._df.select(cols)) if _fast() else df[cols]
 
     def drop(self, df, cols: Iterable[str]):
         drop = set(cols)
         keep = [c for c in df.columns if c not in drop]
         if len(keep) == df.width:
             return df
-        return _wrap_df(df._df.select(keep)) if _FAST else df[keep]
+        return _wrap_df(df._df.select(keep)) if _fast() else df[keep]
 
     def join(self, left, right, left_on: list, right_on: list, how: str = "inner",
              nulls_equal: bool = False):
@@ -370,34 +389,47 @@ STREAM_GROUP_ROWS = 30_000
 # small frame is Python around the Rust call (argument parsing, the engine object, query
 # monitoring).  The backend builds the same plan and collects it directly — the same result,
 # 30–60 µs less per operation, ~180 operations a tick (bench/engine.py's turbines at 10⁴
-# devices).  _FAST is checked once at import against the public API; any other Polars
-# version falls back to it.
-try:
-    from polars._utils.wrap import wrap_df as _wrap_df
+# devices).  _FAST is checked once, at the first operation, against the public API; any
+# other Polars version falls back to it.
+_FAST: list = []  # [whether the direct collection holds], once probed
+_wrap_df: Any = None
+_EAGER_FLAGS: Any = None
 
-    _EAGER_FLAGS = pl.QueryOptFlags._eager()._pyoptflags
 
-    def _run(ldf):
-        """A PyLazyFrame collected as DataFrame's eager methods collect it."""
-        return _wrap_df(ldf.with_optimizations(_EAGER_FLAGS).collect("in-memory", None))
+def _run(ldf):
+    """A PyLazyFrame collected as DataFrame's eager methods collect it."""
+    return _wrap_df(ldf.with_optimizations(_EAGER_FLAGS).collect("in-memory", None))
 
-    def _probe() -> bool:
-        df = pl.DataFrame({"a": [3, 1, 2, 1], "b": ["x", "y", None, "y"]})
-        e = pl.col("a") > 1
-        return (_run(df._df.lazy().filter(e._pyexpr)).equals(df.filter(e))
-                and _run(df._df.lazy().with_columns([(pl.col("a") + 1).alias("c")._pyexpr]))
-                .equals(df.with_columns(c=pl.col("a") + 1))
-                and _run(df._df.lazy().select([pl.col("b")._pyexpr])).equals(df.select("b"))
-                and _wrap_df(df._df.select(["b", "a"])).equals(df[["b", "a"]]))
 
-    _FAST = _probe()
-except Exception:  # noqa: BLE001 — another Polars: the public API
-    _FAST = False
+def _probe() -> bool:
+    """Does _run give what the public API gives, on this Polars?"""
+    global _wrap_df, _EAGER_FLAGS
+    from polars._utils.wrap import wrap_df
+
+    _wrap_df, _EAGER_FLAGS = wrap_df, pl.QueryOptFlags._eager()._pyoptflags
+    df = pl.DataFrame({"a": [3, 1, 2, 1], "b": ["x", "y", None, "y"]})
+    e = pl.col("a") > 1
+    return (_run(df._df.lazy().filter(e._pyexpr)).equals(df.filter(e))
+            and _run(df._df.lazy().with_columns([(pl.col("a") + 1).alias("c")._pyexpr]))
+            .equals(df.with_columns(c=pl.col("a") + 1))
+            and _run(df._df.lazy().select([pl.col("b")._pyexpr])).equals(df.select("b"))
+            and wrap_df(df._df.select(["b", "a"])).equals(df[["b", "a"]]))
+
+
+def _fast() -> bool:
+    """_probe's answer, asked once."""
+    if not _FAST:
+        try:
+            ok = _probe()
+        except Exception:  # noqa: BLE001 — another Polars: the public API
+            ok = False
+        _FAST.append(ok)
+    return _FAST[0]
 
 
 def _eager(lf):
     """A LazyFrame of one operation, collected as the eager API does."""
-    return _run(lf._ldf) if _FAST else lf.collect(optimizations=pl.QueryOptFlags._eager())
+    return _run(lf._ldf) if _fast() else lf.collect(optimizations=pl.QueryOptFlags._eager())
 
 
 def _n(cols: dict) -> int:

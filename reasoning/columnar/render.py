@@ -18,6 +18,7 @@ from typing import Optional
 from ..explain import (DEFINITE, HYPOTHETICAL, PENDING, answer_object, identity_exclusions,
                        printed_name, static_horizons)
 from ..gcpause import frozen_survivors
+from ..keyed import KeyedLines, concat_rendered
 from ..metric import aux_template
 from ..syntax import Const, Time
 from .layout import BOOL, INT, OBJ, vcol
@@ -466,6 +467,10 @@ class Renderer:
             self._table = table
             out = self._render_all(frames, tau, all_queries, include_pending)
             self._memo = (frames, opts, out)
+        if isinstance(out, KeyedLines):
+            if not out.height:
+                return [] if not (with_keys or table) else None
+            return out.to_polars() if table else out if with_keys else out.sorted_lines()
         if out is None or (B.cheap_checks and B.is_empty(out)):
             return [] if not (with_keys or table) else None
         if table or with_keys:
@@ -535,7 +540,12 @@ class Renderer:
                 self._rcache_gen = NB.generation()
         if not parts:
             return None
-        out = B.concat(parts)
+        if any(isinstance(p, KeyedLines) for p in parts):
+            out = concat_rendered(parts)
+            if isinstance(out, KeyedLines):
+                return out.distinct()
+        else:
+            out = B.concat(parts)
         if B.name == "polars" and out.get_column("skey").n_unique() == out.height:
             return out  # (the common case: no two rows print the same; ~5× cheaper a check)
         return B.unique(out, ["skey"])
@@ -614,7 +624,6 @@ class Renderer:
         builder's) are returned to render as before.  Returns (rows left to render or
         None, the rendered rows of tick τ)."""
         import numpy as np
-        import polars as pl
 
         NB = self._native.B
         keys = [vcol(x) for x in sorted(P)] + ["ev", "dl", "ng"]
@@ -638,9 +647,14 @@ class Renderer:
             hit = NB.member_rows(okeys, df, keys)
             if hit.any():
                 idx = np.flatnonzero(hit)
-                got = orows.filter(pl.Series(hit))
-                parts.append((okeys.take(idx, idx.size),
-                              got if otau == tau else self._re_tick(got, otau, tau)))
+                if isinstance(orows, KeyedLines):
+                    got = orows.compress(hit.tolist()).retick(otau, tau)
+                else:
+                    import polars as pl
+
+                    got = orows.filter(pl.Series(hit))
+                    got = got if otau == tau else self._re_tick(got, otau, tau)
+                parts.append((okeys.take(idx, idx.size), got))
             new_rows = ~NB.member_rows(df, okeys, keys)
             if new_rows.all():
                 new = df
@@ -655,6 +669,8 @@ class Renderer:
             parts.append((NB.select_cols(new, keys),
                           self._render_python(k, P, new, tau, native=True)))
         elif new.n:
+            import polars as pl
+
             # only the columns a line reads (not exp, dlp, unb, born) go to Polars
             todo = NB.with_row_id(NB.select_cols(new, keys), "_ri")
             drawn = [x for x in self._render(k, P, NB.to_polars(todo), tau, ("_ri",))
@@ -665,7 +681,7 @@ class Renderer:
             parts.append((NB.select_cols(new, keys),
                           got.select("grp", "skey", "line", "akey", "status")))
         okeys = NB.concat([p[0] for p in parts])
-        orows = pl.concat([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+        orows = concat_rendered([p[1] for p in parts])
         kept[(k, P)] = (okeys, orows, tau)
         return rest, orows
 
@@ -726,14 +742,18 @@ class Renderer:
         return self._formatted_frame(k, skeys, lines, akeys, sts)
 
     def _formatted_frame(self, k: int, skeys, lines, akeys, sts, c: bool = False):
-        """A row formatter's columns as rendered rows (grp, skey, line, akey, status)."""
-        import polars as pl
-
+        """A row formatter's columns as rendered rows (grp, skey, line, akey, status): as
+        KeyedLines for `hypo run` (lists to lists: a frame, then its lists again for the
+        printer, cost ~0.5 ms a tick of ~10³ lines)."""
         n = len(lines)
         grp = 0 if str(self.eng.templates[k].query.atom) == self.main_q else 1
         self.stats["formatted"] += n
         if c:
             self.stats["formatted_c"] += n
+        if self._columns_only():
+            return KeyedLines([grp] * n, skeys, lines, akeys, sts)
+        import polars as pl
+
         # (not pl.repeat(…, eager=True): a lazy query, ~0.5 ms)
         return pl.DataFrame({"grp": pl.Series([grp] * n, dtype=pl.Int64),
                              "skey": pl.Series(skeys, dtype=pl.String),

@@ -1,0 +1,103 @@
+"""A tick's printed lines with their keys, as Python lists: what the renderer hands to
+`hypo run`'s printer and to `--changes` (issue 9) without a round trip through a data frame."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress
+
+COLUMNS = ("grp", "skey", "line", "akey", "status")
+
+
+@dataclass(frozen=True)
+class KeyedLines:
+    """Rows (grp: 0 for the main query else 1, skey: the line's sort key — its object as
+    json.dumps(sort_keys=True) —, line, akey: explain.answer_key's text, status), one list a
+    column, of the tick whose `"tick": τ` the lines and sort keys carry."""
+
+    grp: list
+    skey: list
+    line: list
+    akey: list
+    status: list
+
+    @property
+    def height(self) -> int:
+        return len(self.line)
+
+    @classmethod
+    def empty(cls) -> "KeyedLines":
+        return cls([], [], [], [], [])
+
+    @classmethod
+    def of(cls, rows) -> "KeyedLines":
+        """rows as KeyedLines: None (no line), a frame with the columns COLUMNS, or already
+        KeyedLines."""
+        if rows is None:
+            return cls.empty()
+        if isinstance(rows, KeyedLines):
+            return rows
+        return cls(*(rows.get_column(c).to_list() for c in COLUMNS))
+
+    @classmethod
+    def concat(cls, parts: list) -> "KeyedLines":
+        if len(parts) == 1:
+            return parts[0]
+        cols = [[] for _ in COLUMNS]
+        for p in parts:
+            for c, xs in zip(cols, (p.grp, p.skey, p.line, p.akey, p.status)):
+                c.extend(xs)
+        return cls(*cols)
+
+    def compress(self, mask) -> "KeyedLines":
+        """The rows where mask (a sequence of booleans) holds."""
+        m = list(mask)
+        return KeyedLines(*(list(compress(xs, m)) for xs in
+                            (self.grp, self.skey, self.line, self.akey, self.status)))
+
+    def distinct(self) -> "KeyedLines":
+        """One row per sort key (the first): two rows that print the same line once."""
+        seen: set = set()
+        keep = [not (s in seen or seen.add(s)) for s in self.skey]
+        return self if all(keep) else self.compress(keep)
+
+    def retick(self, old: int, tau: int) -> "KeyedLines":
+        """These rows of tick `old` as rows of tick τ: the tick is the line's first field
+        and the sort key's last (render.py's _untick)."""
+        if old == tau:
+            return self
+        pre, npre = f'{{"tick": {tau}, ', len(f'{{"tick": {old}, ')
+        suf, nsuf = f', "tick": {tau}}}', len(f', "tick": {old}}}')
+        return KeyedLines(self.grp, [s[:-nsuf] + suf for s in self.skey],
+                          [pre + x[npre:] for x in self.line], self.akey, self.status)
+
+    def sorted_lines(self) -> list:
+        """The lines in printing order, (grp, skey) — Python's sort of ~10³ string keys
+        costs ~0.1 ms, Polars' ~0.5."""
+        order = list(range(self.height))
+        sk, g = self.skey, self.grp
+        if len(set(g)) <= 1:
+            order.sort(key=sk.__getitem__)
+        else:
+            order.sort(key=lambda i: (g[i], sk[i]))
+        return [self.line[i] for i in order]
+
+    def to_polars(self):
+        import polars as pl
+
+        return pl.DataFrame(
+            {"grp": pl.Series(self.grp, dtype=pl.Int64),
+             "skey": pl.Series(self.skey, dtype=pl.String),
+             "line": pl.Series(self.line, dtype=pl.String),
+             "akey": pl.Series(self.akey, dtype=pl.String),
+             "status": pl.Series(self.status, dtype=pl.String)})
+
+
+def concat_rendered(parts: list):
+    """Rendered rows of several parts (KeyedLines or frames of COLUMNS) as one: KeyedLines
+    when every part is, else a Polars frame."""
+    if all(isinstance(p, KeyedLines) for p in parts):
+        return KeyedLines.concat(parts)
+    import polars as pl
+
+    frames = [p.to_polars() if isinstance(p, KeyedLines) else p for p in parts]
+    return pl.concat(frames) if len(frames) > 1 else frames[0]
