@@ -45,8 +45,27 @@ class Changes:
 
     def update(self, tau: int, cur) -> list[str]:
         """The lines to print at tick τ, given the current answer set as KeyedLines (or a
-        frame of its columns, or None: no line): answers and lines compared by hashes
-        (_signatures), the printed ones written in Python."""
+        frame of its columns, or None: no line)."""
+        out: list = []
+        for texts, rows, heads, which, skip in self._changed(tau, cur):
+            out.extend([heads[w] + texts[r][skip:] for r, w in zip(rows, which)])
+        return out
+
+    def update_text(self, tau: int, cur) -> str:
+        """update()'s lines as one text, each ended by a newline ("" when none): what
+        `hypo run` writes, joined by the C kernel join_lines without a str a line."""
+        join = kernels.c_only("join_lines")
+        out = []
+        for texts, rows, heads, which, skip in self._changed(tau, cur):
+            got = join(texts, rows, heads, which, skip) if join is not None else None
+            out.append(got if got is not None else "".join(
+                [heads[w] + texts[r][skip:] + "\n" for r, w in zip(rows, which)]))
+        return "".join(out)
+
+    def _changed(self, tau: int, cur) -> list:
+        """The changed lines of tick τ as parts (texts, rows, heads, which, skip): line k of
+        a part is heads[which[k]] followed by texts[rows[k]] after its `skip`-character
+        `{"tick": …, ` prefix.  Answers and lines are compared by hashes (_signatures)."""
         prefix = f'{{"tick": {tau}, '
         cur = KeyedLines.of(cur)
         n = len(prefix)
@@ -54,12 +73,12 @@ class Changes:
         answers = np.ascontiguousarray(lines[:, :2])
         prev = self.prev
         self.prev = (cur, n, lines, still_open)
-        out: list = []
         if prev is None:
-            if cur.height:
-                out = _change_lines(cur, np.ones(cur.height, bool), np.zeros(cur.height, bool),
-                                    prefix)
-            return out
+            if not cur.height:
+                return []
+            return [_changed_rows(cur, np.ones(cur.height, bool), np.zeros(cur.height, bool),
+                                  prefix)]
+        out = []
         pdf, pn, plines, popen = prev
         panswers = np.ascontiguousarray(plines[:, :2])
         added = ~_member(lines, plines)
@@ -67,15 +86,15 @@ class Changes:
         touched = np.concatenate([answers[added], panswers[dropped]])
         sel = _member(answers, touched)
         if sel.any():
-            out = _change_lines(cur, sel, _member(answers, panswers), prefix)
+            out.append(_changed_rows(cur, sel, _member(answers, panswers), prefix))
         refuted = dropped & popen
         if refuted.any():
             refuted &= ~_member(panswers, answers)
             if refuted.any():
                 rows = np.flatnonzero(refuted).tolist()
                 rows.sort(key=pdf.skey.__getitem__)
-                head = prefix + '"change": "refuted", '
-                out.extend([head + pdf.line[i][pn:] for i in rows])
+                out.append((pdf.line, rows, [prefix + '"change": "refuted", '],
+                            [0] * len(rows), pn))
         return out
 
 
@@ -90,7 +109,7 @@ def _signatures(cur: KeyedLines, n: int, tau: int):
         return np.zeros((0, 4), np.int64), still_open
     lines = cur.line
     # lines with a floor go through Python (a str search: ~0.1 ms where Polars' costs 0.2)
-    idx = [i for i, x in enumerate(lines) if '"time_from": {' in x]
+    idx = [i for i, x in enumerate(lines) if '"time_from": {' in x] if cur.floors else []
     sigs = kernels.c_only("str_sigs")
     if sigs is not None:
         a, b = sigs(cur.akey), sigs(lines, n)
@@ -112,19 +131,18 @@ def _signatures(cur: KeyedLines, n: int, tau: int):
                            ).view(np.int64), still_open
 
 
-def _change_lines(cur: KeyedLines, sel: np.ndarray, upd: np.ndarray, prefix: str) -> list[str]:
-    """The selected rows' lines as changes (`decided` if definite, `updated` if printed
-    before, else `new`), by (grp, skey): sorted and written in Python — Polars' sort of the
+def _changed_rows(cur: KeyedLines, sel: np.ndarray, upd: np.ndarray, prefix: str) -> tuple:
+    """The selected rows as a part of Changes._changed: `decided` if definite, `updated` if
+    printed before, else `new`, by (grp, skey) — sorted in Python: Polars' sort of the
     string keys alone cost ~0.5 ms a tick for ~10³ rows, Python's ~0.1."""
-    sk, g, st, texts = cur.skey, cur.grp, cur.status, cur.line
+    sk, g, st = cur.skey, cur.grp, cur.status
     rows = np.flatnonzero(sel).tolist()
     # (skeys are distinct: the renderer keeps one row a key, so no order among ties)
-    if len(set(g)) <= 1:
+    if g.count(g[0]) == len(g):
         rows.sort(key=sk.__getitem__)
     else:
         rows.sort(key=lambda i: (g[i], sk[i]))
-    n = len(prefix)
-    pre = {k: f'{prefix}"change": "{k}", ' for k in ("decided", "updated", "new")}
+    heads = [f'{prefix}"change": "{k}", ' for k in ("decided", "updated", "new")]
     u = upd.tolist()
-    return [pre["decided" if st[i] == DEFINITE else "updated" if u[i] else "new"] +
-            texts[i][n:] for i in rows]
+    return (cur.line, rows, heads,
+            [0 if st[i] == DEFINITE else 1 if u[i] else 2 for i in rows], len(prefix))

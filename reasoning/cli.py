@@ -103,17 +103,18 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
         accepted += len(sl) - rep.duplicates
         if args.format == "jsonl":
             if changes is not None:
-                lines = changes.update(tau, sess.keyed(args.all_queries, args.all)
-                                       if pruner is None else pruner.keyed())
-                silent = not lines
+                text = changes.update_text(tau, sess.keyed(args.all_queries, args.all)
+                                           if pruner is None else pruner.keyed())
+                silent = not text
             else:
                 lines = (sess.lines(args.all_queries, args.all, args.ground) if pruner is None
                          else pruner.lines())
                 silent = not lines
                 if not lines:
                     lines = [json.dumps({"tick": tau, "query": main_q, "status": "none"})]
-            if lines:
-                out.write("\n".join(lines) + "\n")
+                text = "\n".join(lines) + "\n"
+            if text:
+                out.write(text)
         else:
             objs = sess.objects(args.all_queries, args.all, args.ground)
             main_objs = sess.objects(False, True, False)

@@ -19,6 +19,9 @@ class KeyedLines:
     line: list
     akey: list
     status: list
+    # whether a line may print a `time_from` floor (the object builder's; the row
+    # formatters never do): --changes compares those relative to the tick
+    floors: bool = True
 
     @property
     def height(self) -> int:
@@ -46,19 +49,21 @@ class KeyedLines:
         for p in parts:
             for c, xs in zip(cols, (p.grp, p.skey, p.line, p.akey, p.status)):
                 c.extend(xs)
-        return cls(*cols)
+        return cls(*cols, floors=any(p.floors for p in parts))
 
     def compress(self, mask) -> "KeyedLines":
         """The rows where mask (a sequence of booleans) holds."""
         m = list(mask)
         return KeyedLines(*(list(compress(xs, m)) for xs in
-                            (self.grp, self.skey, self.line, self.akey, self.status)))
+                            (self.grp, self.skey, self.line, self.akey, self.status)),
+                          floors=self.floors)
 
     def distinct(self) -> "KeyedLines":
         """One row per sort key (the first): two rows that print the same line once."""
+        if len(set(self.skey)) == self.height:  # (the common case, in C)
+            return self
         seen: set = set()
-        keep = [not (s in seen or seen.add(s)) for s in self.skey]
-        return self if all(keep) else self.compress(keep)
+        return self.compress([not (s in seen or seen.add(s)) for s in self.skey])
 
     def retick(self, old: int, tau: int) -> "KeyedLines":
         """These rows of tick `old` as rows of tick τ: the tick is the line's first field
@@ -68,7 +73,8 @@ class KeyedLines:
         pre, npre = f'{{"tick": {tau}, ', len(f'{{"tick": {old}, ')
         suf, nsuf = f', "tick": {tau}}}', len(f', "tick": {old}}}')
         return KeyedLines(self.grp, [s[:-nsuf] + suf for s in self.skey],
-                          [pre + x[npre:] for x in self.line], self.akey, self.status)
+                          [pre + x[npre:] for x in self.line], self.akey, self.status,
+                          self.floors)
 
     def sorted_lines(self) -> list:
         """The lines in printing order, (grp, skey) — Python's sort of ~10³ string keys

@@ -31,12 +31,16 @@ def full_and_changes(text: str, stream: dict, until: int, engine: str, pending: 
     and the --changes lines, as objects."""
     cp = compile_program(text, "<t>")
     sess = Session(cp, engine=engine, forget=False)
-    ch = Changes()
+    ch, as_text = Changes(), Changes()
     full, changes = {}, {}
     for tau in range(until + 1):
         sess.step(stream.get(tau, []), tau)
         full[tau] = [json.loads(x) for x in sess.lines(False, pending)]
-        changes[tau] = [json.loads(x) for x in ch.update(tau, sess.keyed(False, pending))]
+        keyed = sess.keyed(False, pending)
+        lines = ch.update(tau, keyed)
+        # what `hypo run` writes: the same lines, joined (the C kernel join_lines)
+        assert as_text.update_text(tau, keyed) == "".join(x + "\n" for x in lines)
+        changes[tau] = [json.loads(x) for x in lines]
     return full, changes
 
 
@@ -115,3 +119,31 @@ def test_changes_replay_to_the_full_sets_on_random_programs(engine, multi_time):
         assert replay(changes, until) == _sets(full)
 
     check()
+
+
+def test_update_text_joins_the_lines_in_c_and_in_python(monkeypatch):
+    """update_text() is update()'s lines each ended by a newline: ASCII lines joined by the
+    C kernel, a non-ASCII one (a constant `café`) in Python, and without the kernels."""
+    import reasoning.changes as changes_mod
+    from reasoning.columnar import kernels
+
+    text = "#query P(X, T).\n#delay E = 1.\nP(X, T) :- E(X, T), not F(X, T).\n#delay F = 1.\n"
+    stream = {0: [Fact("E", ("a",), 0), Fact("E", ("café",), 0)], 1: [Fact("F", ("a",), 0)]}
+    expected = {}
+    for c_kernels in (True, False):
+        if not c_kernels:
+            monkeypatch.setattr(changes_mod.kernels, "c_only", lambda name: None)
+        cp = compile_program(text, "<t>")
+        sess = Session(cp, engine="columnar", forget=False)
+        ch, as_text = Changes(), Changes()
+        for tau in range(4):
+            sess.step(stream.get(tau, []), tau)
+            keyed = sess.keyed(False, True)
+            got = as_text.update_text(tau, keyed)
+            assert got == "".join(x + "\n" for x in ch.update(tau, keyed))
+            assert expected.setdefault(tau, got) == got
+    assert "café" in expected[0] and '"refuted"' in "".join(expected.values())
+    join = kernels.c_only("join_lines")
+    if join is not None:
+        assert join(["{x: 1, a", "{x: 1, b"], [1, 0], ["H", "G"], [0, 1], 6) == "Hb\nGa\n"
+        assert join(["é"], [0], ["H"], [0], 0) is None

@@ -751,7 +751,7 @@ class Renderer:
         if c:
             self.stats["formatted_c"] += n
         if self._columns_only():
-            return KeyedLines([grp] * n, skeys, lines, akeys, sts)
+            return KeyedLines([grp] * n, skeys, lines, akeys, sts, floors=False)
         import polars as pl
 
         # (not pl.repeat(…, eager=True): a lazy query, ~0.5 ms)
