@@ -244,10 +244,24 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """--version, looked up only when asked: importlib.metadata costs ~25 ms of every
+    command's start."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"hypo {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hypo", description="Hypothetical answers to continuous "
                                 "queries over data streams (Temporal Datalog with negation).")
-    p.add_argument("--version", action="version", version=f"hypo {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="show what the system made of a program")
     c.add_argument("program")
