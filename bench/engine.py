@@ -45,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# as `hypo run` does (reasoning/cli.py): no spinning OpenBLAS threads beside the timed loop
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 TURBINES = """
 #query OK(X, T).

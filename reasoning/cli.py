@@ -12,6 +12,11 @@ import os
 import sys
 from typing import Optional, TextIO
 
+# numpy's OpenBLAS starts a thread a core that spin-waits once started; the engine does no
+# linear algebra, and on 2 cores the spinning took 5–10 % of `hypo run`'s CPU (set before
+# numpy is first imported, below; a value the user set stands)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from .changes import Changes
 from .columnar.choice import BACKENDS, default_backend
 from .compiler import compile_file, describe_text, dumps
