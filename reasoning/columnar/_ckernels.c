@@ -919,24 +919,6 @@ static int parse_prog(PyObject *t, fprog *out)
     return 0;
 }
 
-/* Interned strings are objects scattered over the heap: reading the ones of ids[i] one
- * after another waits for memory at each (a tick's ~2 000 excluded names cost ~0.3 ms cold
- * against 0.05 warm).  Fetched ahead instead: the list slot of ids[i + 16], the object of
- * ids[i + 8] (its slot fetched 8 steps ago). */
-static inline void prefetch_str(PyObject *vals, Py_ssize_t nvals, const int64_t *ids,
-                                Py_ssize_t n, Py_ssize_t i)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    PyObject **items = ((PyListObject *)vals)->ob_item;
-    if (i + 16 < n && ids[i + 16] >= 0 && ids[i + 16] < nvals)
-        __builtin_prefetch(&items[ids[i + 16]]);
-    if (i + 8 < n && ids[i + 8] >= 0 && ids[i + 8] < nvals)
-        __builtin_prefetch(items[ids[i + 8]]);
-#else
-    (void)vals; (void)nvals; (void)ids; (void)n; (void)i;
-#endif
-}
-
 /* the texts of literals idx[0..k) (offsets lo/ln into lb) sorted, distinct, less those
  * equal to a text of ex[0..ke), as a JSON list */
 static int put_list(fbuf *b, const char *lb, const Py_ssize_t *lo, const Py_ssize_t *ln,
@@ -1007,10 +989,8 @@ static int put_exclusions(fbuf *xo, fbuf *xk, PyObject *entry, PyObject *vals,
     int cur = -1;
     for (Py_ssize_t i = 0; i < m; i++) {
         long long id;
-        if (arr != NULL) {
+        if (arr != NULL)
             id = arr[i];
-            prefetch_str(vals, nvals, arr, m, i);
-        }
         else {
             PyObject *x = PyTuple_GET_ITEM(entry, i);
             if (!PyLong_Check(x))
@@ -1213,7 +1193,6 @@ static PyObject *format_rows(PyObject *self, PyObject *args)
     for (npy_intp r = 0; r < n; r++) {
         /* the row's strings: each looked up and checked once */
         for (Py_ssize_t c = 0; c < ns; c++) {
-            prefetch_str(vals, nvals, (const int64_t *)PyArray_DATA(sa[c]), n, r);
             int64_t id = ((const int64_t *)PyArray_DATA(sa[c]))[r];
             if (id < 0 || id >= nvals)
                 goto none;
