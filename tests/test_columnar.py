@@ -58,19 +58,23 @@ PROPS = settings(max_examples=budget(120), deadline=None,
 
 
 @PROPS
-@given(cases(negation=True, multi_time=True), st.booleans(), st.booleans())
-def test_random_programs_same_state_and_lines_every_tick(case, forget, plan_only):
+@given(cases(negation=True, multi_time=True), st.booleans(), st.booleans(), st.booleans())
+def test_random_programs_same_state_and_lines_every_tick(case, forget, plan_only, flips):
     """plan_only: every new row rendered by the string plan (render.PYTHON_NEW_ROWS = 0), else
-    a tick's few new rows by the object builder, as `hypo run` does."""
+    a tick's few new rows by the object builder, as `hypo run` does.  flips: the render
+    cache left off after one look-up without a hit and tried again every third tick (by
+    default after 8, every 16th)."""
     from reasoning.columnar import render
 
-    old = render.PYTHON_NEW_ROWS
-    render.PYTHON_NEW_ROWS = 0 if plan_only else old
+    old = render.PYTHON_NEW_ROWS, render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE
+    render.PYTHON_NEW_ROWS = 0 if plan_only else old[0]
+    if flips:
+        render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE = 1, 3
     try:
         cp = compile_program(case.text, "<gen>")
         assert_same_run(cp, case.stream, _until(cp, case), forget)
     finally:
-        render.PYTHON_NEW_ROWS = old
+        render.PYTHON_NEW_ROWS, render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE = old
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,

@@ -51,6 +51,12 @@ FORMAT_MAX_ROWS = 3_000
 # rows go to the C row formatter first (_format_c: single-variable exclusions included) when
 # the kernels are C's; False: the compiled Python one only (tests compare them)
 C_FORMAT = True
+# the native render cache (_render_native_cached) is left off for a pattern whose last
+# RENDER_CACHE_MISSES look-ups hit no row — answers printed once, as definite ones that are
+# then forgotten (the turbines: ~0.25 ms a tick of look-ups and upkeep for nothing) — and
+# tried again every RENDER_CACHE_PROBE ticks
+RENDER_CACHE_MISSES = 8
+RENDER_CACHE_PROBE = 16
 
 
 class Renderer:
@@ -74,6 +80,7 @@ class Renderer:
         # (k, P) -> the previous tick's rows: their line bodies (_render_cached), or (key
         # columns, rendered rows, their tick) (_render_native_cached)
         self._rcache: dict = {}
+        self._rmiss: dict = {}  # (k, P) -> ticks in a row whose look-up hit no row
         self._rcache_gen = None  # the native executor's id generation they were made in
         self._plain = False  # while rendering rows whose strings need no JSON escape
         self._static_plain: dict = {}  # k -> the template's static texts need none
@@ -641,10 +648,11 @@ class Renderer:
         if NB.is_empty(df):
             return rest, None
         old = self._rcache.get((k, P)) if self._rcache_gen == NB.generation() else None
-        parts = []  # (key columns, rendered rows of tick τ)
+        parts = []  # (rows or their key columns, rendered rows of tick τ)
         if old is not None:
             okeys, orows, otau = old
             hit = NB.member_rows(okeys, df, keys)
+            self._rmiss[(k, P)] = 0 if hit.any() else self._rmiss.get((k, P), 0) + 1
             if hit.any():
                 idx = np.flatnonzero(hit)
                 if isinstance(orows, KeyedLines):
@@ -664,10 +672,9 @@ class Renderer:
         else:
             new = df
         if new.n and (got := self._render_formatted(k, P, new, tau)) is not None:
-            parts.append((NB.select_cols(new, keys), got))
+            parts.append((new, got))
         elif new.n and self._few(new):
-            parts.append((NB.select_cols(new, keys),
-                          self._render_python(k, P, new, tau, native=True)))
+            parts.append((new, self._render_python(k, P, new, tau, native=True)))
         elif new.n:
             import polars as pl
 
@@ -678,11 +685,10 @@ class Renderer:
             got = pl.concat(drawn).sort("_ri") if len(drawn) > 1 else drawn[0].sort("_ri")
             if got.height != new.n:  # every row is drawn once, in its order
                 raise AssertionError("native render cache: rows lost")
-            parts.append((NB.select_cols(new, keys),
-                          got.select("grp", "skey", "line", "akey", "status")))
-        okeys = NB.concat([p[0] for p in parts])
+            parts.append((new, got.select("grp", "skey", "line", "akey", "status")))
         orows = concat_rendered([p[1] for p in parts])
-        kept[(k, P)] = (okeys, orows, tau)
+        if self._rmiss.get((k, P), 0) < RENDER_CACHE_MISSES or tau % RENDER_CACHE_PROBE == 0:
+            kept[(k, P)] = (NB.concat([NB.select_cols(p[0], keys) for p in parts]), orows, tau)
         return rest, orows
 
     @staticmethod
