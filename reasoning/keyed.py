@@ -42,6 +42,21 @@ class KeyedLines:
         return cls(*(rows.get_column(c).to_list() for c in COLUMNS))
 
     @classmethod
+    def from_objects(cls, objs: list, main_q: str, line=None) -> "KeyedLines":
+        """The rows of answer objects (explain.py's), main_q the main query's text; line(o)
+        the printed line (default json.dumps)."""
+        import json
+
+        from .columnar.render import answer_key_text
+
+        dumps = json.dumps
+        return cls([0 if o["query"] == main_q else 1 for o in objs],
+                   [dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
+                   [line(o) if line is not None else dumps(o, ensure_ascii=False)
+                    for o in objs],
+                   [answer_key_text(o) for o in objs], [o["status"] for o in objs])
+
+    @classmethod
     def concat(cls, parts: list) -> "KeyedLines":
         if len(parts) == 1:
             return parts[0]
@@ -76,16 +91,18 @@ class KeyedLines:
                           [pre + x[npre:] for x in self.line], self.akey, self.status,
                           self.floors)
 
-    def sorted_lines(self) -> list:
-        """The lines in printing order, (grp, skey) — Python's sort of ~10³ string keys
-        costs ~0.1 ms, Polars' ~0.5."""
-        order = list(range(self.height))
+    def order(self, rows: list) -> list:
+        """Row numbers `rows` sorted in printing order, by (grp, skey) — Python's sort of ~10³
+        string keys costs ~0.1 ms, Polars' ~0.5.  (Sort keys are distinct once distinct():
+        no order among ties.)"""
         sk, g = self.skey, self.grp
-        if len(set(g)) <= 1:
-            order.sort(key=sk.__getitem__)
-        else:
-            order.sort(key=lambda i: (g[i], sk[i]))
-        return [self.line[i] for i in order]
+        if not g or g.count(g[0]) == len(g):
+            return sorted(rows, key=sk.__getitem__)
+        return sorted(rows, key=lambda i: (g[i], sk[i]))
+
+    def sorted_lines(self) -> list:
+        """The lines in printing order."""
+        return [self.line[i] for i in self.order(range(self.height))]
 
     def to_polars(self):
         import polars as pl

@@ -105,14 +105,9 @@ class Pruner:
             return [self._line(o) for o in self._objs()]
 
     def keyed(self):
-        from .columnar.render import answer_key_text
         from .keyed import KeyedLines
 
-        objs = self._objs(False)
-        return KeyedLines([0 if o["query"] == self.main_q else 1 for o in objs],
-                          [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
-                          [self._line(o) for o in objs], [answer_key_text(o) for o in objs],
-                          [o["status"] for o in objs])
+        return KeyedLines.from_objects(self._objs(False), self.main_q, self._line)
 
     def summary(self) -> str:
         where = f"{self.state_pruned} removed from S_τ" + (

@@ -277,18 +277,13 @@ class Session:
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
         """The current lines with their keys for --changes (keyed.KeyedLines, or a frame of
         its columns; in no particular order)."""
-        from .columnar.render import answer_key_text
         from .keyed import KeyedLines
 
         if self.col is not None:
             return self.renderer.lines(self.rep.frames, self.tau, all_queries,
                                        include_pending, with_keys=True)
-        main = str(self.cp.main.atom)
-        objs = self.objects(all_queries, include_pending, False)
-        return KeyedLines([0 if o["query"] == main else 1 for o in objs],
-                          [json.dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
-                          [json.dumps(o, ensure_ascii=False) for o in objs],
-                          [answer_key_text(o) for o in objs], [o["status"] for o in objs])
+        return KeyedLines.from_objects(self.objects(all_queries, include_pending, False),
+                                       str(self.cp.main.atom))
 
     # ------------------------------------------------------------------ views (tests)
     @property
