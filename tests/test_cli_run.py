@@ -263,3 +263,23 @@ def test_both_in_process_backends_print_the_same(capsys):
     with pytest.raises(SystemExit) as e:
         main(["run", TDL, "--stream", STREAM, "--backend", "numpy"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("changes", [[], ["--changes"]])
+def test_a_run_on_the_arrays_executor_never_imports_polars(changes, engine):
+    """Importing Polars costs ~0.2 s of `hypo run`'s start: the arrays executor, the C
+    scanner's blocks, the row formatters and --changes need none of it (backend.py imports it
+    at its first use).  In a fresh interpreter; the output is the same bytes as here."""
+    if engine != "columnar":
+        pytest.skip("the columnar executor's property")
+    argv = ["run", TDL, "--stream", STREAM, "--format", "jsonl", "--engine", "columnar"]
+    code = ("import sys\nfrom reasoning.cli import main\n"
+            f"rc = main({argv + ['--backend', 'arrays'] + changes!r})\n"
+            "sys.stderr.write('POLARS %s' % ('polars' in sys.modules))\nsys.exit(rc)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.endswith("POLARS False"), p.stderr[-300:]
+    want = subprocess.run([sys.executable, "-m", "reasoning.cli"] + argv
+                          + ["--backend", "polars"] + changes,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert p.stdout == want.stdout
