@@ -144,8 +144,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             if skip is not None:
                 tau, prev_hyp = _skip_quiet(args, sess, changes, out, main_q, tau, *skip)
                 quiet = 0
-    if args.until is not None:  # the lines after --until are not read
-        for _ in feed:
+    if args.until is not None:  # the lines after --until are not answered, but still
+        for _ in feed:  # checked: their rejections are reported (and make the exit code 1)
             pass
     for r in feed.take_rejected():
         print(str(r), file=err)
