@@ -174,7 +174,7 @@ class Session:
         ready = sl.ready
         if ready is not None and ready[0] == self.col.B.name:
             return self.step(ready[1], tau)
-        cols = sl.columns()  # blocks the C scanner read: columns, no frame
+        cols = sl.columns()  # scanned or line-by-line chunks: columns, no frame
         return self.step(sl.frames() if cols is None else cols, tau)
 
     def prepare_slice(self, sl) -> None:
