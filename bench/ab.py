@@ -80,7 +80,7 @@ def e2e(sides: dict, args) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="hypo-ab-e2e-"))
     prog, stream = write_workload(args.workload, args.devices, args.ticks, args.seed, tmp)
-    argv = [args.python, "-m", "reasoning.cli", "run", prog, "--stream", stream,
+    argv = [args.python, "-m", "reasoning.cli.main", "run", prog, "--stream", stream,
             "--format", "jsonl", "--changes", "--engine", args.engine, "--backend",
             args.backend, "--until", str(args.ticks - 1)]
     got: dict = {name: [] for name in sides}
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     try:
         sides = {"base": base, "this": ROOT}
         for tree in sides.values():  # a fresh worktree compiles its C kernels on first import
-            subprocess.run([args.python, "-c", "import reasoning.columnar.kernels"], cwd=tree,
+            subprocess.run([args.python, "-c", "import reasoning.native.kernels"], cwd=tree,
                            check=True, capture_output=True)
             # ... and its modules' bytecode: without this the base side paid ~0.6 G
             # instructions (6 % of a turbine run) compiling sources the other side had cached

@@ -74,8 +74,8 @@ def program(shape: str, n: int) -> str:
 
 def measure(shape: str, n: int, cli: bool) -> dict:
     """Seconds for compile_program (and `hypo check` end to end with cli)."""
-    from reasoning.compiler import compile_program, describe_text
-    from reasoning.errors import ProgramError
+    from reasoning.language.compiler import compile_program, describe_text
+    from reasoning.language.errors import ProgramError
 
     text = program(shape, n)
     rules = text.count(":-")

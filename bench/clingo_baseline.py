@@ -63,9 +63,9 @@ from typing import Iterable, Mapping, Optional
 
 import clingo
 
-from reasoning.compiler import CompiledProgram
-from reasoning.patterns import Fact
-from reasoning.syntax import Atom, Const, Program, Rule, Time, Var
+from reasoning.language.compiler import CompiledProgram
+from reasoning.semantics.patterns import Fact
+from reasoning.language.syntax import Atom, Const, Program, Rule, Time, Var
 
 AnswerKey = tuple  # tuple(sorted((query variable, value))) -- like reference.answers
 
@@ -489,8 +489,8 @@ class Ours:
 
     def __init__(self, cp: CompiledProgram, domain: Optional[Iterable[str]] = None,
                  forget: bool = True):
-        from reasoning.engine import Engine
-        from reasoning.explain import Explainer
+        from reasoning.row.engine import Engine
+        from reasoning.semantics.explain import Explainer
 
         self.eng = Engine(cp, forget=forget)
         self.ex = Explainer(self.eng)

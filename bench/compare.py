@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Optional
 
 from bench.clingo_baseline import ClingoProgram, Ours, Recompute, Watermark, max_delay
-from reasoning.compiler import compile_program
-from reasoning.parser import parse_atom
-from reasoning.patterns import Fact
+from reasoning.language.compiler import compile_program
+from reasoning.language.parser import parse_atom
+from reasoning.semantics.patterns import Fact
 
 MAX_DELAY = 3
 P_START, P_STAY = 0.12, 0.6  # Markov chain of "hot": start a hot spell, stay hot

@@ -34,7 +34,7 @@ from bench.engine import workload  # noqa: E402
 
 
 def _facts(slices, drop: float, seed: int):
-    from reasoning.patterns import Fact
+    from reasoning.semantics.patterns import Fact
 
     rnd = random.Random(seed + 1)
     return [[Fact(p, a, t) for p, a, t in s if not (drop and rnd.random() < drop)]
@@ -47,9 +47,9 @@ def _key(o: dict) -> tuple:
 
 def calibrate(wl: str, n: int, ticks: int, drop: float, seed: int, engine: str = "row") -> dict:
     """Announced confidences vs outcomes on one workload (module doc)."""
-    from reasoning.compiler import compile_program
-    from reasoning.confidence import Confidence
-    from reasoning.session import Session
+    from reasoning.language.compiler import compile_program
+    from reasoning.insight.confidence import Confidence
+    from reasoning.run.session import Session
 
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
@@ -111,9 +111,9 @@ def prune(wl: str, n: int, ticks: int, max_state, seed: int, drop: float = 0.0,
     import io
     from types import SimpleNamespace
 
-    from reasoning.pruning import Pruner
-    from reasoning.compiler import compile_program
-    from reasoning.session import Session
+    from reasoning.run.pruning import Pruner
+    from reasoning.language.compiler import compile_program
+    from reasoning.run.session import Session
 
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
@@ -164,9 +164,9 @@ def pruning_table(wl: str, n: int, ticks: int, sizes: list, seed: int, drop: flo
 
 def cost(wl: str, n: int, ticks: int, seed: int, engine: str = "columnar") -> dict:
     """ms per tick: Algorithm 1 alone, and the confidences on top (module doc)."""
-    from reasoning.compiler import compile_program
-    from reasoning.confidence import Confidence, line_with_confidence
-    from reasoning.session import Session
+    from reasoning.language.compiler import compile_program
+    from reasoning.insight.confidence import Confidence, line_with_confidence
+    from reasoning.run.session import Session
 
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")

@@ -45,7 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# as `hypo run` does (reasoning/cli.py): no spinning OpenBLAS threads beside the timed loop
+# as `hypo run` does (reasoning/cli/main.py): no spinning OpenBLAS threads beside the timed loop
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 TURBINES = """
@@ -93,8 +93,8 @@ def _inputs(slices):
     per-predicate columns for the columnar one)."""
     import numpy as np
 
-    from reasoning.scanned import Scanned
-    from reasoning.stream import Slice
+    from reasoning.stream.scanned import Scanned
+    from reasoning.stream.reader import Slice
 
     out = []
     no = 1
@@ -113,9 +113,9 @@ def _inputs(slices):
 
 
 def run(engine: str, wl: str, n: int, ticks: int, seed: int) -> dict:
-    from reasoning.columnar.choice import default_backend
-    from reasoning.compiler import compile_program
-    from reasoning.session import Session
+    from reasoning.columnar.backends.choice import default_backend
+    from reasoning.language.compiler import compile_program
+    from reasoning.run.session import Session
 
     text, slices = workload(wl, n, ticks, seed)
     cp = compile_program(text, "<bench>")
@@ -169,7 +169,7 @@ def e2e(engine: str, wl: str, n: int, ticks: int, seed: int, changes: bool = Tru
     """`hypo run --format jsonl [--changes]` as a user runs it, timed as a whole process."""
     d = tempfile.mkdtemp(prefix="hypo-bench-")
     prog, stream = write_workload(wl, n, ticks, seed, d)
-    argv = [sys.executable, "-m", "reasoning.cli", "run", prog, "--stream", stream,
+    argv = [sys.executable, "-m", "reasoning.cli.main", "run", prog, "--stream", stream,
             "--format", "jsonl", "--engine", engine, "--until", str(ticks - 1)]
     if changes:
         argv.append("--changes")

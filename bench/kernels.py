@@ -2,7 +2,7 @@
 tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
 the engine's Polars backend, as numpy over interned integer keys, as the bare compiled
 kernels (C, and numba where the C ones cannot be built), and through the arrays backend
-(reasoning/columnar/arrays.py: the same operation as the engine calls it, interned columns
+(reasoning/columnar/backends/arrays.py: the same operation as the engine calls it, interned columns
 and the compiled row kernels).
 
 A turbine tick at 10⁴ devices is ~180 backend operations; the issue's goal (300 000
@@ -93,11 +93,11 @@ def numpy_ops(lk, rk, cols):
 
 def bare_ops(impl: str, lk, rk, cols):
     """One implementation ("c" or "numba") of the engine's row kernels
-    (reasoning/columnar/kernels.py) on the packed key as a one-column key matrix: the bare
+    (reasoning/native/kernels.py) on the packed key as a one-column key matrix: the bare
     kernel, without the backend's column handling."""
     import numpy as np
 
-    from reasoning.columnar import kernels
+    from reasoning.native import kernels
 
     code = kernels.implementation(impl)
     if code is None:
@@ -125,7 +125,7 @@ def bare_ops(impl: str, lk, rk, cols):
 def polars_ops(L, R):
     import polars as pl
 
-    from reasoning.columnar.backend import PolarsBackend
+    from reasoning.columnar.backends.polars import PolarsBackend
 
     B = PolarsBackend()
     return {
@@ -139,7 +139,7 @@ def polars_ops(L, R):
 
 def arrays_ops(L, R):
     """The same operations through the arrays backend, on L and R interned once."""
-    from reasoning.columnar.arrays import ArraysBackend
+    from reasoning.columnar.backends.arrays import ArraysBackend
 
     B = ArraysBackend()
     La, Ra = B.adopt(L), B.adopt(R)

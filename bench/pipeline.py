@@ -124,7 +124,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
     os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
         "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * int(master.strip("local[]") or 1)))
     from jobs import lake as api
-    from jobs.spark import session
+    from jobs.tick.spark import session
 
     t0 = time.perf_counter()
     spark = session(master)

@@ -1,6 +1,6 @@
 """What a lake's history costs every tick: a lake whose ticks log holds N ticks (synthetic
 rows appended to a real 9-tick lake of Example 13, four phases a tick, as runs log them),
-timed the way a tick reads it (jobs.store: the log, `done`, the last completed tick, the
+timed the way a tick reads it (jobs.table.store: the log, `done`, the last completed tick, the
 vacuum cuts) and as `hypo lake status` reads it.  One JSON object per N.
 
     .venv/bin/python bench/ticks_log.py --ticks 1000 10000 100000
@@ -38,8 +38,8 @@ def add_history(lake: str, first: int, n: int) -> None:
     file."""
     import pyarrow as pa
 
-    from jobs import delta
-    from jobs.store import Lake
+    from jobs.table import delta
+    from jobs.table.store import Lake
 
     L = Lake(lake)
     done8 = L.done()[8]
@@ -61,7 +61,7 @@ def add_history(lake: str, first: int, n: int) -> None:
 
 def measure(lake: str, repeat: int) -> dict:
     from jobs.lake import lake_status
-    from jobs.store import Lake
+    from jobs.table.store import Lake
 
     tick, status = [], []
     for _ in range(repeat):

@@ -196,7 +196,7 @@ def slice_status(lake: str, tick: int) -> dict:
     """What the producer has put in <lake>/landing/tick=<τ>/: ready (the _READY marker is
     there), the data files (sorted), and entries we would not read (`unexpected`; names
     starting with _ or . such as _SUCCESS or .crc files are ignored)."""
-    from jobs.ingest import is_data_file  # (not at import: the scheduler parses this file)
+    from jobs.ingest.files import is_data_file  # (not at import: the scheduler parses this file)
 
     d = landing_dir(lake, tick)
     out: dict[str, Any] = {"dir": d, "ready": False, "files": [], "unexpected": []}
@@ -218,7 +218,7 @@ def slice_status(lake: str, tick: int) -> dict:
 def _fail(e: BaseException) -> AirflowFailException:
     """A readable, non-retryable failure for an error the user must fix (program error with
     FILE:LINE:COL, program mismatch, missing lake, tick order, unusable input)."""
-    from reasoning.errors import ProgramError
+    from reasoning.language.errors import ProgramError
 
     msg = e.format() if isinstance(e, ProgramError) else f"{type(e).__name__}: {e}"
     log.error("%s", msg)
@@ -229,7 +229,7 @@ def _call(fn, *args, **kwargs):
     """Run a jobs.lake function; user errors fail the task without retries, anything else
     (Spark died, concurrent commit, I/O) is raised for Airflow's retries with back-off."""
     from jobs.errors import ConcurrentTickError
-    from reasoning.errors import HypoError
+    from reasoning.language.errors import HypoError
 
     try:
         return fn(*args, **kwargs)
@@ -241,7 +241,7 @@ def _call(fn, *args, **kwargs):
 
 # ====================================================================== summaries
 def _atom(o: dict) -> str:
-    from reasoning.explain import format_atom_answer
+    from reasoning.semantics.explain import format_atom_answer
 
     return format_atom_answer(o)
 
@@ -263,7 +263,7 @@ def summarize(tick: int, cur: list[dict], prev: list[dict]) -> dict:
     """What changed at τ, from all answers (pending included) at τ and τ−1: new definite
     answers, new hypothetical answers (with deadlines), refuted answers (hypothetical at τ−1,
     gone at τ without becoming definite) — the same lifecycle `hypo run` reports."""
-    from reasoning.explain import answer_key
+    from reasoning.semantics.explain import answer_key
 
     prev_by = {answer_key(o): o for o in prev}
     cur_keys = {answer_key(o) for o in cur}
@@ -311,9 +311,9 @@ def quarantine_rows(lake: str, tick: int, batch: Optional[str] = None,
     """Rows quarantined for this tick: the tick stage of partition τ and the ingest stage of
     this slice's batch (rows of another tick land in their own partition).  Read from the
     quarantine Delta table (schemas/lake.json); informational only."""
-    # jobs.delta.read_arrow reads file by file: deltalake's to_pyarrow_dataset can abort the
+    # jobs.table.delta.read_arrow reads file by file: deltalake's to_pyarrow_dataset can abort the
     # interpreter at exit in this build ("terminate called…")
-    from jobs.delta import read_arrow
+    from jobs.table.delta import read_arrow
 
     p = os.path.join(lake, "quarantine")
     cols = ["tick", "stage", "reason_code", "reason", "source", "line", "raw", "batch"]
@@ -422,7 +422,7 @@ def hypo_ticks():
                      READY, READY, format_duration(SLICE_TIMEOUT))
             return PokeReturnValue(is_done=False)
         if s["unexpected"]:
-            from jobs.ingest import DATA_SUFFIXES
+            from jobs.ingest.files import DATA_SUFFIXES
 
             raise AirflowFailException(
                 f"slice {run['tick']}: {s['dir']} holds entries that are not data files "
@@ -466,7 +466,7 @@ def hypo_ticks():
     def tick(run: dict, ing: dict) -> dict:
         """S_{τ-1} + D|τ → S_τ and the answers (Spark); bad rows are quarantined, not fatal."""
         from jobs import lake as api
-        from jobs.store import Lake, rerun_advice, rerunnable
+        from jobs.table.store import Lake, rerun_advice, rerunnable
 
         s = _call(api.run_tick, run["lake"], run["tick"], run["master"], program=run["program"])
         c = s["counts"]
@@ -505,7 +505,7 @@ def hypo_ticks():
             # bounded storage; here, so the next run's tick (depends_on_past) waits for it.
             # publish reads the answers of τ-1 too: at least 2 ticks of answers are kept
             try:
-                from jobs.retention import vacuum
+                from jobs.maintenance.retention import vacuum
 
                 v = vacuum(run["lake"], KEEP_STATE or None, RETAIN_HOURS,
                            keep_answers=max(KEEP_ANSWERS, 2) if KEEP_ANSWERS else None)
@@ -532,7 +532,7 @@ def hypo_ticks():
         log.info("%s", summary_text(s))
         report = None
         try:  # informational: a report that cannot be written does not hold later ticks
-            from jobs.report import publish_report, report_window
+            from jobs.audit.report import publish_report, report_window
 
             r = publish_report(run["lake"], tau)
             report = r["path"]

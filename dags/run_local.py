@@ -149,7 +149,7 @@ def compare(program: str, stream: str, lake: str, start: int, end: int) -> list[
     import io
 
     from jobs import lake as api
-    from reasoning.cli import main as hypo
+    from reasoning.cli.main import main as hypo
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -242,7 +242,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"check: the lake's answers of ticks {a.start}..{a.end} equal `hypo run "
               f"{os.path.relpath(conf['program'])} --stream {os.path.relpath(a.compare)}`'s")
     with redirected(log_path):  # Spark's goodbye goes to the log too
-        from jobs.spark import active
+        from jobs.tick.spark import active
 
         s = active()
         if s is not None:

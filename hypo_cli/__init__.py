@@ -8,12 +8,12 @@ from typing import Optional
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """`hypo lake …` goes to jobs.cli, every other command to reasoning.cli."""
+    """`hypo lake …` goes to jobs.cli, every other command to reasoning.cli.main."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "lake":
         from jobs.cli import main as lake_main
 
         return lake_main(argv[1:])
-    from reasoning.cli import main as engine_main
+    from reasoning.cli.main import main as engine_main
 
     return engine_main(argv)

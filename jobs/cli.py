@@ -12,8 +12,8 @@ import os
 import sys
 from typing import Optional, TextIO
 
-from reasoning.cli import tick_arg
-from reasoning.errors import HypoError, ProgramError
+from reasoning.cli.main import tick_arg
+from reasoning.language.errors import HypoError, ProgramError
 
 USAGE_EXAMPLES = """examples:
   hypo lake init --program examples/wind_turbines.tdl
@@ -156,7 +156,7 @@ def _tick_line(s: dict) -> str:
 
 
 def _answer_text(o: dict) -> str:
-    from .tick import format_atom
+    from jobs.tick.job import format_atom
 
     atom = format_atom(o)
     if o["status"] == "definite":
@@ -170,7 +170,7 @@ def _answer_text(o: dict) -> str:
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
-    from . import lake as api
+    from jobs import lake as api
 
     lake = getattr(args, "lake", None)
     if args.cmd == "init":
@@ -217,7 +217,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out.flush()
         return 0
     if args.cmd == "answers":
-        from .store import Lake
+        from jobs.table.store import Lake
 
         objs = api.read_answers(lake, args.tick, args.status)
         tick = args.tick if args.tick is not None else Lake(lake).last_tick()
@@ -233,7 +233,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(_answer_text(o) + "\n")
         return 0
     if args.cmd == "history":
-        from .store import Lake
+        from jobs.table.store import Lake
 
         ev = api.history(lake, args.atom)
         if args.format == "jsonl":
@@ -261,8 +261,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                       f"{e['answer']}{detail}{how}\n")
         return 0
     if args.cmd == "report":
-        from .report import write_report
-        from .store import Lake
+        from jobs.audit.report import write_report
+        from jobs.table.store import Lake
 
         path = args.out
         if path is None:
@@ -275,7 +275,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                   f"{r['bytes']} bytes -> {r['path']}\n")
         return 0
     if args.cmd == "verify":
-        from .verify import verify
+        from jobs.maintenance.verify import verify
 
         r = verify(lake, deep=args.deep)
         if args.format == "json":
@@ -292,8 +292,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
                           f"order listed, then run `hypo lake verify` again\n")
         return 0 if r["ok"] else 1
     if args.cmd == "vacuum":
-        from .retention import RETAIN_HOURS, vacuum
-        from .store import rerun_scope
+        from jobs.maintenance.retention import RETAIN_HOURS, vacuum
+        from jobs.table.store import rerun_scope
 
         h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
         r = vacuum(lake, args.keep_state, h, args.dry_run, args.force, args.keep_answers)
@@ -324,7 +324,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         out.write(r["message"] + "\n")
         return 0
     if args.cmd == "status":
-        from .store import rerun_advice, rerun_scope, rerunnable
+        from jobs.table.store import rerun_advice, rerun_scope, rerunnable
 
         s = api.lake_status(lake)
         if args.format == "json":
@@ -419,7 +419,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
         print(f"hypo lake: error: {where}{e.strerror or e}", file=err)
         return 2
     except Exception as e:  # a delta-rs or pyarrow error on a damaged lake: one line, no trace
-        from .errors import library_error
+        from jobs.errors import library_error
 
         if not library_error(e):
             raise

@@ -1,7 +1,7 @@
 """Errors of the lake jobs the user can act on (printed as one line by `hypo lake`, exit 2)."""
 from __future__ import annotations
 
-from reasoning.errors import HypoError
+from reasoning.language.errors import HypoError
 
 
 class LakeError(HypoError):

@@ -12,15 +12,15 @@ from typing import Any, Iterator, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reasoning.atomic import write_json
-from reasoning.compiler import compile_file, read_program_text
-from reasoning.errors import ProgramError
+from reasoning.util.atomic import write_json
+from reasoning.language.compiler import compile_file, read_program_text
+from reasoning.language.errors import ProgramError
 
-from . import delta
-from .errors import InputError, LakeError, ProgramMismatch
-from .ingest import (check_files, far_ticks, file_sha256, is_data_file, read_files,
+from jobs.table import delta
+from jobs.errors import InputError, LakeError, ProgramMismatch
+from jobs.ingest.files import (check_files, far_ticks, file_sha256, is_data_file, read_files,
                      rename_sources, spool_streams)
-from .store import (DATA_TABLES, Done, Lake, TicksLog, now, rerun_from, stretch_of,
+from jobs.table.store import (DATA_TABLES, Done, Lake, TicksLog, now, rerun_from, stretch_of,
                     stretches)
 from schemas.lake import STATE_FORMAT
 
@@ -31,12 +31,12 @@ STATUSES = ("definite", "hypothetical", "pending")
 def init(lake: str, program_path: str, query: Optional[str] = None,
          confidence: bool = False) -> dict:
     """Create the tables and store the program (text + sha256 + main query; confidence: each
-    answer's confidence in the answers table, jobs/confidence.py).  Idempotent for the same
+    answer's confidence in the answers table, jobs/tick/confidence.py).  Idempotent for the same
     program and options; refused for others."""
     L = Lake(lake)
     cp = compile_file(program_path, query)  # ProgramError: reported with its location
     from reasoning.columnar.engine import unsupported
-    from reasoning.patterns import compile_templates
+    from reasoning.semantics.patterns import compile_templates
 
     why = unsupported(compile_templates(cp.queries))
     if why is not None:  # the state table's layout cannot hold its answers
@@ -307,9 +307,9 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
              executor: Optional[str] = None) -> dict:
     """S_{τ-1} + D|τ → S_τ and the tick's answers: Algorithm 1 as one relational plan, on
     Spark or on the driver (executor auto | spark | local), or the row engine on the driver
-    (row, the reference); commits via delta-rs (jobs/tick.py)."""
-    from . import tick as tickjob
-    from .spark import planned_master, session
+    (row, the reference); commits via delta-rs (jobs/tick/job.py)."""
+    from jobs.tick.job import job as tickjob
+    from jobs.tick.spark import planned_master, session
 
     L = Lake(lake).require()
     L.check_program(program)
@@ -332,16 +332,16 @@ def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
               program: Optional[str] = None, executor: Optional[str] = None,
               skip: bool = True) -> Iterator[dict]:
     """Ticks start..end, one summary each as it completes; like `hypo run`, a quiet stretch
-    (no facts, nothing to report: reasoning.session.quiet_stretch) is skipped in O(margin)
+    (no facts, nothing to report: reasoning.run.session.quiet_stretch) is skipped in O(margin)
     and yields one summary whose counts carry `quiet_from` (not with --confidence: the
     arrival model is continued tick by tick)."""
-    from reasoning.engine import Engine
-    from reasoning.session import quiet_margin, quiet_stretch
+    from reasoning.row.engine import Engine
+    from reasoning.run.session import quiet_margin, quiet_stretch
 
-    from . import confidence
-    from . import tick as tickjob
+    from jobs.tick.job import confidence
+    from jobs.tick.job import job as tickjob
 
-    from reasoning.stream import MAX_TIME
+    from reasoning.stream.reader import MAX_TIME
 
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")
@@ -406,8 +406,8 @@ def _fact_ticks(L: Lake) -> set[int]:
 def default_range(lake: str) -> tuple[int, int]:
     """From the first tick not completed to the last tick with facts plus the program's
     horizon (when every hypothesis is decided), as `hypo run` does."""
-    from reasoning.session import default_until
-    from reasoning.engine import Engine
+    from reasoning.run.session import default_until
+    from reasoning.row.engine import Engine
 
     L = Lake(lake).require()
     done = L.done()
@@ -449,7 +449,7 @@ def read_answers(lake: str, tick: Optional[int] = None, status: Optional[str] = 
         raise LakeError(f"the answers of tick {tick} were removed by `hypo lake vacuum "
                         f"--keep-answers` (the lake keeps them from tick {cut} on)")
     q = stretch_of(done, tick) if tick is not None and tick not in done else None
-    if q is not None:  # skipped: nothing to report there (reasoning.session.quiet_stretch)
+    if q is not None:  # skipped: nothing to report there (reasoning.run.session.quiet_stretch)
         if status in (None, "hypothetical", "definite"):
             return []
         raise LakeError(f"tick {tick} is in the quiet stretch {q[0]}..{q[1]} that `hypo lake "
@@ -472,8 +472,8 @@ def read_answers(lake: str, tick: Optional[int] = None, status: Optional[str] = 
 
 
 def _atom_binding(L: Lake, atom: str) -> dict:
-    from reasoning.parser import parse_atom
-    from reasoning.syntax import Var
+    from reasoning.language.parser import parse_atom
+    from reasoning.language.syntax import Var
 
     cp = L.program
     try:
@@ -585,7 +585,7 @@ def history(lake: str, atom: str) -> list[dict]:
         hits.sort(key=lambda o: (order[o["status"]],
                                  -sum(1 for v in want if v in o["substitution"])))
         o = hits[0]
-        from .tick import format_atom
+        from jobs.tick.job import format_atom
 
         exact = all(v in o["substitution"] for v in want)
         if prev is None:
@@ -731,8 +731,8 @@ def lake_status(lake: str) -> dict:
 def _v1_answers(cp, rows: list[dict]) -> tuple[list, list]:
     """Answers and window facts of a hypo-state/1 state (binding / evidence_idx / nogoods
     as JSON by variable name)."""
-    from reasoning.engine import Answer
-    from reasoning.patterns import Fact, compile_templates
+    from reasoning.semantics.answer import Answer
+    from reasoning.semantics.patterns import Fact, compile_templates
 
     tps = compile_templates(cp.queries)
     answers, window = [], []
@@ -762,8 +762,8 @@ def migrate(lake: str, master: Optional[str] = None) -> dict:
 
     from reasoning.columnar import ColumnarEngine
 
-    from .state import answer_state_rows
-    from .tick import STATE_FILE_COLS, digest_files
+    from jobs.table.state import answer_state_rows
+    from jobs.tick.job import STATE_FILE_COLS, digest_files
 
     L = Lake(lake).require()
     cur = L.path("state")

@@ -63,10 +63,10 @@ fi
 if [ -z "$UNTIL" ]; then  # as `hypo run` does: the last tick with facts + the program's horizon
   UNTIL="$("$PY" - "$PROGRAM" "$STREAM" <<'EOF'
 import sys
-from reasoning.session import default_until
-from reasoning.compiler import compile_file
-from reasoning.engine import Engine
-from reasoning.stream import read_stream_file
+from reasoning.run.session import default_until
+from reasoning.language.compiler import compile_file
+from reasoning.row.engine import Engine
+from reasoning.stream.reader import read_stream_file
 cp = compile_file(sys.argv[1])
 print(default_until(Engine(cp), read_stream_file(sys.argv[2], cp)))
 EOF

@@ -40,7 +40,7 @@ fi
 # PYTHONDONTWRITEBYTECODE set, as on this machine's kind and in the image, Python never writes
 # them itself and every `hypo` start compiled ~40 modules again (~0.1 s of a 0.6 s start).
 .venv/bin/python -m compileall -q reasoning jobs schemas hypo_cli dags >/dev/null
-# The arrays backend's C row kernels (reasoning/columnar/_ckernels.c, once per source and
+# The arrays backend's C row kernels (reasoning/native/_ckernels.c, once per source and
 # Python/numpy version; without a C compiler the numba kernels stand in, 0.5-1 s slower to start)
-.venv/bin/python -m reasoning.columnar.cbuild || echo "setup: continuing with the numba kernels" >&2
+.venv/bin/python -m reasoning.native.cbuild || echo "setup: continuing with the numba kernels" >&2
 export GX_ANALYTICS_ENABLED=false

@@ -167,7 +167,7 @@ def hypo_run_jsonl(program: str, stream: str, until: int, all_: bool = False) ->
     """`hypo run PROGRAM --stream FILE --format jsonl` (in-process), as objects."""
     import io
 
-    from reasoning.cli import main
+    from reasoning.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from reasoning.patterns import Fact
+from reasoning.semantics.patterns import Fact
 
 CONSTS = ("a", "b", "c")
 EDB = ("E1", "E2")

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from reasoning.compiler import compile_file, compile_program
-from reasoning.patterns import Fact
-from reasoning.session import Session
+from reasoning.language.compiler import compile_file, compile_program
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

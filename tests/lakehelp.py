@@ -10,10 +10,10 @@ from collections import defaultdict
 from typing import Optional
 
 from hypo_cli import main as hypo_main
-from reasoning.session import default_until
-from reasoning.compiler import compile_file
-from reasoning.engine import Engine
-from reasoning.stream import read_stream_file
+from reasoning.run.session import default_until
+from reasoning.language.compiler import compile_file
+from reasoning.row.engine import Engine
+from reasoning.stream.reader import read_stream_file
 
 
 def hypo(*argv: str) -> tuple[int, str, str]:

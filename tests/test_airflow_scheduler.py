@@ -166,7 +166,7 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
     # the backfill wrote last (a run for tick 4 exists only if the test crossed the hour)
     import pyarrow.compute as pc
 
-    from jobs import delta
+    from jobs.table import delta
 
     st = api.lake_status(lake)
     last = st["last_tick"]

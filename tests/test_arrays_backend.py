@@ -1,4 +1,4 @@
-"""The arrays executor (reasoning/columnar/arrays.py) against the Polars one, which
+"""The arrays executor (reasoning/columnar/backends/arrays.py) against the Polars one, which
 test_columnar.py checks against the row engine: every relational operation on random frames
 with nulls (Polars' semantics are the contract), then the whole plan on random programs —
 the same S_τ and the same printed lines at every tick, with the interned tables swept at
@@ -9,12 +9,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from reasoning.columnar import arrays, kernels
-from reasoning.columnar.arrays import ArraysBackend
-from reasoning.columnar.backend import PolarsBackend
+from reasoning.columnar.backends import arrays
+from reasoning.native import kernels
+from reasoning.columnar.backends.arrays import ArraysBackend
+from reasoning.columnar.backends.polars import PolarsBackend
 from reasoning.columnar.layout import BOOL, INT, OBJ, STRLIST
-from reasoning.compiler import compile_program
-from reasoning.session import Session
+from reasoning.language.compiler import compile_program
+from reasoning.run.session import Session
 from tests.gen import cases
 from tests.helpers import budget
 from tests.test_columnar import _key, _until
@@ -301,7 +302,7 @@ def test_the_compiled_row_formatter_prints_the_plans_lines(monkeypatch, case, fo
     when c_format: the lines are the Polars backend's string plan's, byte for byte,
     whatever the program (literals with constants and unbound variables, offsets, every
     evidence mask, deadlines)."""
-    from reasoning.columnar import render
+    from reasoning.columnar.render.answers import answers as render
 
     monkeypatch.setattr(render, "PYTHON_NEW_ROWS", 0)
     monkeypatch.setattr(render, "FORMAT_MAX_ROWS", most)
@@ -324,7 +325,7 @@ def test_the_row_formatter_ran():
     """(The property test above rendered rows through the formatter at all.)"""
     if _FORMATTED[0] == 0:
         pytest.skip("run with the property test above")
-    from reasoning.columnar import kernels
+    from reasoning.native import kernels
 
     assert _FORMATTED[0] > _FORMATTED[1] > (0 if kernels.IMPL == "c" else -1)
 
@@ -332,13 +333,13 @@ def test_the_row_formatter_ran():
 def test_row_formatter_on_escapes_and_many_literals(monkeypatch):
     """Values that need JSON escapes (a quote, a backslash, a control character) go to the
     string plan; a five-literal template takes the formatter's general branch."""
-    from reasoning.columnar import render
+    from reasoning.columnar.render.answers import answers as render
 
     monkeypatch.setattr(render, "PYTHON_NEW_ROWS", 0)
     text = ("#query Q(X, T).\n"
             "Q(X, T) :- A(X, T), B(X, T+1), C(X, T+2), not D(X, T+1), E(X, c, T).\n")
     cp = compile_program(text, "<t>")
-    from reasoning.patterns import Fact as F
+    from reasoning.semantics.patterns import Fact as F
 
     odd = ['q"x', "t\tb", "back\\slash"]
     stream = {0: [F("A", (x,), 0) for x in ["a", "b", *odd]]
@@ -358,7 +359,7 @@ def test_interned_tables_stay_bounded_over_a_long_run(monkeypatch):
     monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
     cp = compile_program("#query P(X, T).\n#delay E = 0.\nP(X, T) :- E(X, T), E(X, T+1).\n",
                          "<gen>")
-    from reasoning.patterns import Fact
+    from reasoning.semantics.patterns import Fact
 
     s = Session(cp, engine="columnar", backend=ArraysBackend())
     ref = Session(cp, engine="columnar", backend=PolarsBackend())
@@ -412,7 +413,7 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
     monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
     monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
 
-    from reasoning.patterns import Fact
+    from reasoning.semantics.patterns import Fact
 
     rnd = random.Random(5)
     text = ("#query OK(X, T).\n#delay Hot = 1.\nFlag(X, T) :- Hot(X, T).\n"
@@ -465,7 +466,7 @@ def test_long_string_lists_convert_to_polars():
     import numpy as np
     import polars as pl
 
-    from reasoning.columnar.arrays import Col, Frame
+    from reasoning.columnar.backends.arrays import Col, Frame
 
     long1 = [f"x:{i}" for i in range(100)]
     long2 = [f"é{i}\x00" for i in range(70, 0, -1)]
@@ -490,7 +491,7 @@ def test_encode_gives_the_ids_one_by_one_would():
 
     import numpy as np
 
-    from reasoning.columnar.arrays import Symbols
+    from reasoning.columnar.backends.arrays import Symbols
 
     for seed in range(200):
         rnd = random.Random(seed)
@@ -526,7 +527,7 @@ def test_the_c_row_formatter_prints_exclusions_as_the_python_one(lists, norm, ma
     one raises Unformattable or sorts the list first."""
     import numpy as np
 
-    from reasoning.columnar.rowformat import (Unformattable, compile_row_formatter,
+    from reasoning.columnar.render.rowformat import (Unformattable, compile_row_formatter,
                                               compile_row_program)
 
     if kernels.IMPL != "c":
@@ -651,7 +652,7 @@ def test_deadlines_looked_up_by_two_arguments_take_the_expressions():
     plan = Session(cp, engine="columnar", backend=ArraysBackend()).col.dplans["J"]
     assert plan.lookup_spec(A, [(COL, "v0"), (COL, "v1")]) is None
     assert plan.lookup_spec(A, [(COL, "v0"), ("const", None)]) is not None
-    from reasoning.patterns import Fact
+    from reasoning.semantics.patterns import Fact
     stream = {0: [Fact("J", ("a", "b"), 0), Fact("J", ("c", "a"), 0)],
               1: [Fact("J", ("b", "a"), 1), Fact("J", ("a", "c"), 0)],
               3: [Fact("J", ("a", "c"), 1)]}

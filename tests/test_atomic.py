@@ -1,4 +1,4 @@
-"""reasoning/atomic.py: reports, program copies and lake metadata are written by a rename of
+"""reasoning/util/atomic.py: reports, program copies and lake metadata are written by a rename of
 a temporary file — except to a path that is not a regular file (`--report /dev/stdout`, a
 FIFO, a device), where a rename would replace the device node itself (as root, `--report
 /dev/full` replaced /dev/full with a regular file)."""
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from reasoning.atomic import write_text
+from reasoning.util.atomic import write_text
 from tests.helpers import EXAMPLES, ROOT
 
 
@@ -47,13 +47,13 @@ def test_a_fifo_is_written_to_and_stays_a_fifo(tmp_path):
 def test_a_full_disk_is_one_line_naming_what_failed(tmp_path):
     prog, stream = str(EXAMPLES / "wind_turbines.tdl"), str(EXAMPLES / "wind_turbines.jsonl")
     with open("/dev/full", "w") as full:
-        p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream",
+        p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", prog, "--stream",
                             stream, "--format", "jsonl"], stdout=full, stderr=subprocess.PIPE,
                            text=True, cwd=str(ROOT))
     assert p.returncode == 2
     assert p.stderr.strip().splitlines()[-1] == \
         "hypo: error: writing the output: No space left on device"
-    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream", stream,
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", prog, "--stream", stream,
                         "--report", "/dev/full"], capture_output=True, text=True, cwd=str(ROOT))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines()[-1] == "hypo: error: /dev/full: No space left on device"

@@ -1,4 +1,4 @@
-"""`hypo run --changes` (reasoning/changes.py): replaying the changes gives every tick's full
+"""`hypo run --changes` (reasoning/run/changes.py): replaying the changes gives every tick's full
 answer set, with `time_from` floors compared relative to the tick — an answer that waits
 for ever on an unbound time variable is printed when it changes, not at every tick."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from reasoning.changes import Changes, relative_time_from
-from reasoning.compiler import compile_program
-from reasoning.explain import answer_key
-from reasoning.patterns import Fact
-from reasoning.session import Session
+from reasoning.run.changes import Changes, relative_time_from
+from reasoning.language.compiler import compile_program
+from reasoning.semantics.explain import answer_key
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import Session
 from tests.gen import cases
 from tests.helpers import ENGINES, budget
 
@@ -124,8 +124,8 @@ def test_changes_replay_to_the_full_sets_on_random_programs(engine, multi_time):
 def test_update_text_joins_the_lines_in_c_and_in_python(monkeypatch):
     """update_text() is update()'s lines each ended by a newline: ASCII lines joined by the
     C kernel, a non-ASCII one (a constant `café`) in Python, and without the kernels."""
-    import reasoning.changes as changes_mod
-    from reasoning.columnar import kernels
+    import reasoning.run.changes as changes_mod
+    from reasoning.native import kernels
 
     text = "#query P(X, T).\n#delay E = 1.\nP(X, T) :- E(X, T), not F(X, T).\n#delay F = 1.\n"
     stream = {0: [Fact("E", ("a",), 0), Fact("E", ("café",), 0)], 1: [Fact("F", ("a",), 0)]}

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from reasoning.compiler import compile_program
-from reasoning.errors import ProgramError
-from reasoning.parser import parse_program_with_spans
-from reasoning.preprocess import MAX_TEMPLATES, Preprocessor
-from reasoning.wellformed import idb_predicates
+from reasoning.language.compiler import compile_program
+from reasoning.language.errors import ProgramError
+from reasoning.language.parser import parse_program_with_spans
+from reasoning.language.preprocess import MAX_TEMPLATES, Preprocessor
+from reasoning.language.wellformed import idb_predicates
 
 ROOT = Path(__file__).resolve().parent.parent
 FILE = "scale.tdl"
@@ -50,7 +50,7 @@ def hypo_check(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
     prog = tmp_path / FILE
     prog.write_text(text, encoding="utf-8")
     hypo = ROOT / ".venv" / "bin" / "hypo"
-    cmd = [str(hypo)] if hypo.exists() else [sys.executable, "-m", "reasoning.cli"]
+    cmd = [str(hypo)] if hypo.exists() else [sys.executable, "-m", "reasoning.cli.main"]
     return subprocess.run([*cmd, "check", str(prog)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
@@ -68,7 +68,7 @@ def test_exploding_program_names_the_rule_and_the_count(k):
     assert f"this rule alone has {2 ** (k + 1)} derivations" in err.message
     rendered = err.format().splitlines()
     assert rendered[0].startswith(f"{FILE}:{line}:1: error: pre-processing of P(T)")
-    from reasoning.errors import excerpt  # a line past EXCERPT_COLUMNS: a window of it
+    from reasoning.language.errors import excerpt  # a line past EXCERPT_COLUMNS: a window of it
 
     assert rendered[1] == "    " + excerpt(exploding(k).splitlines()[line - 1], 1)[0]
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from reasoning.cli import main
+from reasoning.cli.main import main
 from tests import helpers
 from tests.helpers import EXAMPLES, ROOT
 
@@ -99,11 +99,11 @@ def test_program_errors_exit_2_without_traceback(tmp_path):
     for argv in (["check", str(bad)], ["run", str(bad), "--stream", STREAM],
                  ["check", str(tmp_path / "missing.tdl")],
                  ["run", TDL, "--stream", str(tmp_path / "missing.jsonl")]):
-        p = subprocess.run([sys.executable, "-m", "reasoning.cli", *argv], cwd=ROOT,
+        p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", *argv], cwd=ROOT,
                            capture_output=True, text=True)
         assert p.returncode == 2, (argv, p.stderr)
         assert "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "check", str(bad)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "check", str(bad)], cwd=ROOT,
                        capture_output=True, text=True)
     assert f"{bad}:2:21: error: unexpected end of input" in p.stderr and "^" in p.stderr
 
@@ -173,7 +173,7 @@ def test_ctrl_c_while_waiting_on_a_fifo_stops_with_one_line(tmp_path):
 
     fifo = str(tmp_path / "live.jsonl")
     os.mkfifo(fifo)
-    p = subprocess.Popen([sys.executable, "-m", "reasoning.cli", "run", TDL, "--stream", fifo],
+    p = subprocess.Popen([sys.executable, "-m", "reasoning.cli.main", "run", TDL, "--stream", fifo],
                          cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     writer = open(fifo, "w")  # a producer that has sent nothing yet
@@ -198,7 +198,7 @@ def test_stream_from_standard_input_and_byte_order_marks(tmp_path):
     prog.write_bytes("\ufeff#query Q(X, T).\r\nQ(X, T) :- A(X, T).\r\n".encode("utf-8"))
     stream = '{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 0, "fact": "A(a, 0)"}\nbad\n'
     for engine in ("row", "columnar"):
-        p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", str(prog), "--stream",
+        p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", str(prog), "--stream",
                             "-", "--format", "jsonl", "--engine", engine], input=stream,
                            capture_output=True, text=True, cwd=str(ROOT))
         assert p.returncode == 1, p.stderr  # one line rejected
@@ -206,7 +206,7 @@ def test_stream_from_standard_input_and_byte_order_marks(tmp_path):
         assert "<stdin>:3: rejected" in p.stderr and "<stdin>:2: ignored" in p.stderr
     bom = tmp_path / "s.jsonl"
     bom.write_bytes(b'\xef\xbb\xbf{"tick": 0, "fact": "A(b, 0)"}\n')
-    p = subprocess.run([sys.executable, "-m", "reasoning.cli", "run", str(prog), "--stream",
+    p = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", str(prog), "--stream",
                         str(bom), "--format", "jsonl"], capture_output=True, text=True,
                        cwd=str(ROOT))
     assert p.returncode == 0 and '"X": "b"' in p.stdout, p.stderr
@@ -221,7 +221,7 @@ def test_a_template_past_the_columnar_limit_runs_on_the_row_engine(tmp_path, cap
     """63 positive literals (evidence is an int64 bit mask): --engine columnar says so in one
     line; auto stays on the row engine even on slices past its hand-over threshold and
     prints what the row engine prints."""
-    from reasoning.session import AUTO_THRESHOLD
+    from reasoning.run.session import AUTO_THRESHOLD
 
     body = ", ".join(f"A{i}(X, T)" for i in range(63))
     prog = tmp_path / "wide.tdl"
@@ -273,13 +273,13 @@ def test_a_run_on_the_arrays_executor_never_imports_polars(changes, engine):
     if engine != "columnar":
         pytest.skip("the columnar executor's property")
     argv = ["run", TDL, "--stream", STREAM, "--format", "jsonl", "--engine", "columnar"]
-    code = ("import sys\nfrom reasoning.cli import main\n"
+    code = ("import sys\nfrom reasoning.cli.main import main\n"
             f"rc = main({argv + ['--backend', 'arrays'] + changes!r})\n"
             "sys.stderr.write('POLARS %s' % ('polars' in sys.modules))\nsys.exit(rc)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert p.stderr.endswith("POLARS False"), p.stderr[-300:]
-    want = subprocess.run([sys.executable, "-m", "reasoning.cli"] + argv
+    want = subprocess.run([sys.executable, "-m", "reasoning.cli.main"] + argv
                           + ["--backend", "polars"] + changes,
                           capture_output=True, text=True, cwd=ROOT)
     assert p.stdout == want.stdout

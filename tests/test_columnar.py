@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasoning.cli import main
+from reasoning.cli.main import main
 from reasoning.columnar import ColumnarEngine
-from reasoning.compiler import compile_file, compile_program
-from reasoning.engine import Engine
-from reasoning.explain import answer_key, static_horizons
-from reasoning.session import Session
-from reasoning.stream import read_stream_file
+from reasoning.language.compiler import compile_file, compile_program
+from reasoning.row.engine import Engine
+from reasoning.semantics.explain import answer_key, static_horizons
+from reasoning.run.session import Session
+from reasoning.stream.reader import read_stream_file
 from tests.gen import cases
 from tests.helpers import EXAMPLES, budget, facts
 
@@ -64,7 +64,7 @@ def test_random_programs_same_state_and_lines_every_tick(case, forget, plan_only
     a tick's few new rows by the object builder, as `hypo run` does.  flips: the render
     cache left off after one look-up without a hit and tried again every third tick (by
     default after 8, every 16th)."""
-    from reasoning.columnar import render
+    from reasoning.columnar.render.answers import answers as render
 
     old = render.PYTHON_NEW_ROWS, render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE
     render.PYTHON_NEW_ROWS = 0 if plan_only else old[0]
@@ -91,7 +91,7 @@ def test_random_positive_programs(case):
 def test_streaming_group_by_gives_the_same_run(case):
     """Large scalar group-bys run on Polars' streaming engine (backend.STREAM_GROUP_ROWS):
     with the threshold at 0 every one of them does, and the run is the same."""
-    from reasoning.columnar import backend
+    from reasoning.columnar.backends import polars as backend
 
     old = backend.STREAM_GROUP_ROWS
     backend.STREAM_GROUP_ROWS = 0
@@ -116,7 +116,7 @@ def test_exclusions_render_as_columns(few, monkeypatch):
     rendered by the string plan or (arrays) the compiled row formatter, not the Python
     object builder: same lines, no Python row (few: a tick's at most `few` new rows may go
     to the object builder, as `hypo run` does: the formatter takes them first)."""
-    from reasoning.columnar import render
+    from reasoning.columnar.render.answers import answers as render
 
     monkeypatch.setattr(render, "PYTHON_NEW_ROWS", few)
     cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
@@ -296,8 +296,8 @@ def test_constants_that_need_quoting_and_escapes(backend, monkeypatch):
     (quote, backslash, newline, a control character, non-ASCII), beside bare ones in the
     same frames: every line, and every tick's --changes, equal to the row engine's (the
     column renderer quotes without the JSON encoder only when no constant needs it)."""
-    from reasoning.changes import Changes
-    from reasoning.patterns import Fact
+    from reasoning.run.changes import Changes
+    from reasoning.semantics.patterns import Fact
 
     monkeypatch.setenv("HYPO_BACKEND", backend)
     cp = compile_program("#query Malf(X, T).\n#delay Temp = 1.\n"
@@ -323,7 +323,7 @@ def test_hypotheses_stay_sorted_when_a_duplicate_is_in_evidence():
     """Found by the property test above: a template of five literals (the list path of the
     column renderer) where a hypothesis has the text of an evidence literal.  Removing it by
     Polars' set difference reordered the rest ("not E1(X, 2)" before "not E1(X, 1)")."""
-    from reasoning.patterns import Fact as F
+    from reasoning.semantics.patterns import Fact as F
 
     cp = compile_program(
         "#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#delay E1(a, T) = 0.\n"
@@ -344,7 +344,7 @@ def test_exact_pass_does_not_resplit_a_decided_instance():
     step 3(b) left an answer whose X ∉ {a, b, c} already held every definite value unchanged
     but marked it born at τ, so the exact pass checked it against W ∪ D|τ and re-added the
     instance S = 1, T = 0 beside the row step 3 had decided."""
-    from reasoning.patterns import Fact as F
+    from reasoning.semantics.patterns import Fact as F
 
     cp = compile_program(
         "#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#domain a, b, c.\n"
@@ -369,7 +369,7 @@ def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     single-variable nogoods of strings and of time values (`*[[v, t]]`), combinations, and
     constants holding `:` — on a sorted list and on any other order (sorted first)."""
     from reasoning.columnar.layout import decode_nogood, encode_nogoods, split_nogood_list
-    from reasoning.explain import exclusions, exclusions_of
+    from reasoning.semantics.explain import exclusions, exclusions_of
 
     class Tp:  # what exclusions read of a template: printed_name's inputs
         names = [f"V{i}" for i in range(12)]

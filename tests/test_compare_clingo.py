@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 
 from bench.clingo_baseline import (ClingoProgram, Ours, Recompute, Watermark, fact_text,
                                    max_delay, quote)
-from reasoning.cli import main as hypo_main
-from reasoning.compiler import compile_file, compile_program
-from reasoning.errors import ProgramError
-from reasoning.parser import parse_atom
-from reasoning.patterns import Fact
-from reasoning.reference import answers as ref_answers
-from reasoning.syntax import Atom, Const, Time
+from reasoning.cli.main import main as hypo_main
+from reasoning.language.compiler import compile_file, compile_program
+from reasoning.language.errors import ProgramError
+from reasoning.language.parser import parse_atom
+from reasoning.semantics.patterns import Fact
+from reasoning.semantics.reference import answers as ref_answers
+from reasoning.language.syntax import Atom, Const, Time
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
@@ -217,7 +217,7 @@ def test_paper_examples_positive_equal_at_every_tick(tmp_path, name, query, cons
 def test_wind_turbines_example_13(tmp_path):
     """The paper's stream: subset at every tick, equal at the end."""
     cp = compile_file(str(EX / "wind_turbines.tdl"))
-    from reasoning.stream import read_stream_file
+    from reasoning.stream.reader import read_stream_file
 
     st_ = read_stream_file(str(EX / "wind_turbines.jsonl"), cp)
     stream = {t: [f for f, _ in v] for t, v in st_.slices.items()}

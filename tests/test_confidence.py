@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from reasoning.analysis import Delays
-from reasoning.cli import main
-from reasoning.compiler import compile_program
-from reasoning.confidence import ArrivalModel, Confidence, parse_hyp
-from reasoning.patterns import Fact
-from reasoning.session import Session
-from reasoning.syntax import DelayDecl
+from reasoning.language.analysis import Delays
+from reasoning.cli.main import main
+from reasoning.language.compiler import compile_program
+from reasoning.insight.confidence import ArrivalModel, Confidence, parse_hyp
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import Session
+from reasoning.language.syntax import DelayDecl
 from tests.helpers import EXAMPLES
 
 TDL = str(EXAMPLES / "wind_turbines.tdl")
@@ -190,7 +190,7 @@ def test_row_pruning_shrinks_state():
     from types import SimpleNamespace
     import io
 
-    from reasoning.pruning import Pruner
+    from reasoning.run.pruning import Pruner
 
     cp = compile_program(MALF, "<t>")
     sizes = {}
@@ -249,8 +249,8 @@ def test_row_and_columnar_same_confidences_on_bench_workloads(wl, tmp_path, caps
 
 def test_key_of_is_the_rendered_answer_key():
     from bench.engine import workload
-    from reasoning.explain import key_of
-    from reasoning.explain import Explainer, answer_key
+    from reasoning.semantics.explain import key_of
+    from reasoning.semantics.explain import Explainer, answer_key
 
     text, slices = workload("turbines", 20, 15, seed=3)
     cp = compile_program(text, "<t>")
@@ -285,8 +285,8 @@ def test_confidence_reads_metric_operators_in_hypotheses(engine, capsys):
 
 
 def test_parse_aux_is_the_inverse_of_render_aux():
-    from reasoning.compiler import compile_file
-    from reasoning.metric import parse_aux, render_aux
+    from reasoning.language.compiler import compile_file
+    from reasoning.language.metric import parse_aux, render_aux
 
     compile_file(str(EXAMPLES / "windows.tdl"))
     got = parse_aux('Quiet(wt2, 3) Since[1,2] Service(wt2, 3)')

@@ -383,7 +383,7 @@ def test_failed_tick_stops_later_ticks(hypo_dag, tmp_path, caplog):
 def test_keep_state_and_answers_bound_the_lake_and_refuse_reruns_below_it(hypo_dag, tmp_path, caplog,
                                                                  monkeypatch):
     """HYPO_KEEP_STATE=2, HYPO_KEEP_ANSWERS=1: after each tick the tick task removes older
-    S_τ and answers (jobs/retention.py; publish still finds τ-1's); the answers kept are
+    S_τ and answers (jobs/maintenance/retention.py; publish still finds τ-1's); the answers kept are
     those of a lake that keeps everything, and a backfill of a tick whose S_{τ-1} is gone
     fails readably."""
     mod, dag = hypo_dag

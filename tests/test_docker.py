@@ -210,7 +210,7 @@ def test_dockerfile_lint():
     # layer), never copied from the build machine, and the image checks they load
     assert not _included("reasoning/columnar/_ckernels_0123.cpython-311-x86_64-linux-gnu.so",
                          ignore)
-    build = next(r for r in runs if "reasoning.columnar.cbuild" in r)
+    build = next(r for r in runs if "reasoning.native.cbuild" in r)
     assert "apt-get install" in build and "gcc" in build and "apt-get purge" in build
     assert "kernels.IMPL == 'c'" in build
 

@@ -8,15 +8,15 @@ import re
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from reasoning.cli import answers_at
-from reasoning.compiler import compile_program
-from reasoning.engine import Engine
-from reasoning.explain import Explainer, static_horizons
-from reasoning.reference import answers as ref_answers
-from reasoning.rows import advance, to_rows
-from reasoning.session import Session
-from reasoning.syntax import Atom, Const, Time
-from reasoning.patterns import Fact
+from reasoning.cli.main import answers_at
+from reasoning.language.compiler import compile_program
+from reasoning.row.engine import Engine
+from reasoning.semantics.explain import Explainer, static_horizons
+from reasoning.semantics.reference import answers as ref_answers
+from reasoning.row.rows import advance, to_rows
+from reasoning.run.session import Session
+from reasoning.language.syntax import Atom, Const, Time
+from reasoning.semantics.patterns import Fact
 from tests.gen import Case, cases
 from tests.helpers import ENGINES, budget
 
@@ -136,7 +136,7 @@ def test_hypothetical_answers_are_supported(engine):
                 if o["status"] != "hypothetical" or any(l.startswith("not ") for l in
                                                          o["evidence"] + o["hypotheses"]):
                     continue
-                from reasoning.parser import parse_fact
+                from reasoning.language.parser import parse_fact
                 # existential variables (not in the query) stay schematic: any constant will do
                 premises = [parse_fact(_VAR.sub("fresh", l))
                             for l in o["evidence"] + o["hypotheses"]]

@@ -1,4 +1,4 @@
-"""Exact schematic answers (issue 10, reasoning/exact.py): every ground instance of a printed
+"""Exact schematic answers (issue 10, reasoning/semantics/exact.py): every ground instance of a printed
 hypothetical answer is a hypothetical answer of 002_…txt — its positive hypotheses not yet
 arrived and still future-possible by their own δ, its head not already definite."""
 from __future__ import annotations
@@ -10,12 +10,12 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from reasoning.compiler import compile_program
-from reasoning.engine import Engine
-from reasoning.exact import natural_bounds, time_floors
-from reasoning.explain import static_horizons
-from reasoning.patterns import Fact
-from reasoning.session import Session
+from reasoning.language.compiler import compile_program
+from reasoning.row.engine import Engine
+from reasoning.semantics.exact import natural_bounds, time_floors
+from reasoning.semantics.explain import static_horizons
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import Session
 from tests.gen import cases
 from tests.helpers import ENGINES, budget
 
@@ -387,8 +387,8 @@ def test_a_floor_passing_a_time_exclusion_refutes_nothing(engine, tmp_path, caps
     E1(a, T+1)`; at tick 1 its floor passes 0 and it is `for T ≥ 1`: the same instances.  A
     time variable's exclusions are not part of the answer's identity (explain.answer_key),
     so no view calls it refuted: the text view, --changes and the lifecycles."""
-    from reasoning.cli import main
-    from reasoning.lifecycle import Lifecycles
+    from reasoning.cli.main import main
+    from reasoning.insight.lifecycle import Lifecycles
 
     prog, stream = tmp_path / "p.tdl", tmp_path / "s.jsonl"
     prog.write_text(MOVING_FLOOR)

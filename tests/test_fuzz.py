@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.ingest import read_files
-from reasoning.cli import main as hypo_main
-from reasoning.compiler import compile_file, compile_program
-from reasoning.errors import HypoError, ProgramError
+from jobs.ingest.files import read_files
+from reasoning.cli.main import main as hypo_main
+from reasoning.language.compiler import compile_file, compile_program
+from reasoning.language.errors import HypoError, ProgramError
 from tests.helpers import EXAMPLES
 
 EXAMPLE_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.glob("*.tdl"))]

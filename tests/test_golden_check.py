@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reasoning.cli import main
+from reasoning.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden" / "check"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reasoning.stream import read_stream_file
+from reasoning.stream.reader import read_stream_file
 from tests.helpers import (EXAMPLES, canon, compile_file, expand_paper_line, facts,
                            read_golden_sections, run_ticks)
 
@@ -47,7 +47,7 @@ def test_example13_ok_wt2_definite_at_tick_4():
 
 def test_example13_jsonl_golden(engine):
     """The default `hypo run --format jsonl` output for Example 13 is stable."""
-    from reasoning.cli import main
+    from reasoning.cli.main import main
     import io, contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):

@@ -1,4 +1,4 @@
-"""The LALR tables stored ahead (reasoning/grammar_tables.json) are the grammar's own: current,
+"""The LALR tables stored ahead (reasoning/language/grammar_tables.json) are the grammar's own: current,
 equal to a freshly built parser's, and ignored (the grammar is analysed) when stale."""
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning import grammar_tables as gt
-from reasoning import parser as P
-from reasoning.errors import ProgramError
+from reasoning.language import grammar_tables as gt
+from reasoning.language import parser as P
+from reasoning.language.errors import ProgramError
 
 ROOT = Path(__file__).resolve().parents[1]
-REGEN = ".venv/bin/python -m reasoning.grammar_tables"
+REGEN = ".venv/bin/python -m reasoning.language.grammar_tables"
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def built():
 
 def test_stored_tables_are_current():
     stored = gt._load_stored(gt.fingerprint(gt.grammar_text()))
-    assert stored is not None, f"reasoning/grammar_tables.json is stale: run {REGEN}"
+    assert stored is not None, f"reasoning/language/grammar_tables.json is stale: run {REGEN}"
 
 
 def _rule(r) -> tuple:

@@ -1,4 +1,4 @@
-"""Building and choosing the row kernels (reasoning/columnar/cbuild.py, kernels.py): the C
+"""Building and choosing the row kernels (reasoning/native/cbuild.py, kernels.py): the C
 build from scratch, its failure modes (no compiler, a broken one) and HYPO_KERNELS."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reasoning.columnar import cbuild
+from reasoning.native import cbuild
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def test_a_failing_compiler_reports_its_message(tmp_path, monkeypatch):
 @pytest.mark.parametrize("want", ["numpy", "numba", "c"])
 def test_hypo_kernels_picks_the_implementation(want):
     env = dict(os.environ, HYPO_KERNELS=want)
-    r = subprocess.run([sys.executable, "-c", "from reasoning.columnar import kernels; "
+    r = subprocess.run([sys.executable, "-c", "from reasoning.native import kernels; "
                         "print(kernels.IMPL, kernels.COMPILED)"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-"""Confidence in the lake (issue 13; jobs/confidence.py): a lake made with `--confidence`
+"""Confidence in the lake (issue 13; jobs/tick/confidence.py): a lake made with `--confidence`
 gives each answer the confidence `hypo run --confidence` gives it, tick by tick, with the
 plan on the driver and with the row engine (the Spark plan: tests/test_lake_spark.py); the
 arrival model travels in S_τ's `model` row; lakes without it have a null column."""
@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from jobs import delta
+from jobs.table import delta
 from jobs import lake as api
 from jobs.errors import ProgramMismatch
-from jobs.generate import random_case, turbine_program, turbine_stream, write_jsonl
+from jobs.ingest.generate import random_case, turbine_program, turbine_stream, write_jsonl
 from lakehelp import hypo, until_of, write_program
 
 TURBINES = "examples/wind_turbines.tdl"
@@ -122,8 +122,8 @@ def test_confidence_cannot_be_switched_on_an_existing_lake(tmp_path):
 def test_lake_report_shows_calibration_and_the_arrival_model(tmp_path):
     """`hypo lake report` of a lake made with --confidence: the reliability plot with the
     Brier score, the announced confidences, and the model as S_τ's `model` row holds it."""
-    from jobs.report import lake_report
-    from reasoning.report import render
+    from jobs.audit.report import lake_report
+    from reasoning.insight.report import render
 
     delays, rows = turbine_stream(12, 8, max_delay=3, seed=3)
     prog = write_program(tmp_path, turbine_program(delays))
@@ -148,9 +148,9 @@ def test_lake_report_shows_calibration_and_the_arrival_model(tmp_path):
 
 @pytest.mark.parametrize("info", [None, "{not json", '{"stats": [["Hot"]]}', '"text"'])
 def test_a_missing_or_damaged_model_row_is_damage_not_a_fresh_start(info):
-    from jobs.confidence import tick_confidence
+    from jobs.tick.confidence import tick_confidence
     from jobs.errors import LakeDamaged
-    from reasoning.compiler import compile_file
+    from reasoning.language.compiler import compile_file
 
     cp = compile_file(TURBINES)
     with pytest.raises(LakeDamaged, match="state tick=4: .*hypo lake verify"):

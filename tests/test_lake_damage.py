@@ -165,7 +165,7 @@ def test_following_verify_gives_back_the_same_answers(base, tmp_path, case):
 
 
 def api_verify(lake: str) -> dict:
-    from jobs.verify import verify
+    from jobs.maintenance.verify import verify
 
     return verify(lake)
 
@@ -222,7 +222,7 @@ def test_after_a_backfill_current_is_the_last_completed_partition(base, tmp_path
     (partition tick = the ticks log's last `done`) gives S_8, and `status` says so."""
     import pyarrow.compute as pc
 
-    from jobs import delta
+    from jobs.table import delta
 
     lake = _copy(base, tmp_path)
     before = api_lines(lake, 8, "all", "OK(X, T)")

@@ -1,4 +1,4 @@
-"""`hypo lake run` skips quiet stretches as `hypo run` does (reasoning.session.quiet_stretch):
+"""`hypo lake run` skips quiet stretches as `hypo run` does (reasoning.run.session.quiet_stretch):
 a tick far in the future, or a long gap between facts, costs O(margin) ticks, not one
 Delta commit per tick of the gap.  The lake keeps answering like `hypo run` at every tick."""
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_a_far_tick_is_quarantined_at_ingest_unless_the_gap_is_allowed(tmp_path)
     previous fact tick is quarantined (far_tick), the rest of the batch kept; the same files
     ingested again with a larger --max-gap add exactly the refused rows, once."""
     from jobs import lake as api
-    from jobs.ingest import far_ticks
+    from jobs.ingest.files import far_ticks
 
     assert far_ticks({0, 5}, {7, 200_010, 200_020, 300_050}, 100_000) == {
         200_010: "tick 200010 is more than 100000 ticks after tick 7: a likely wrong tick "
@@ -175,7 +175,7 @@ def test_a_far_tick_is_quarantined_at_ingest_unless_the_gap_is_allowed(tmp_path)
 def test_verify_accepts_stretches_and_ticks_without_answers(quiet_lake, tmp_path):
     """A tick with no answer writes no answers partition; `verify` reported it as damage."""
     from jobs import lake as api
-    from jobs.verify import verify
+    from jobs.maintenance.verify import verify
 
     assert verify(quiet_lake[3])["ok"]
     lake = str(tmp_path / "lake")

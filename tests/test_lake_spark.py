@@ -12,18 +12,18 @@ from collections import Counter
 
 import pytest
 
-from jobs import delta
+from jobs.table import delta
 from jobs import lake as api
-from jobs import tick as tickjob
+from jobs.tick.job import job as tickjob
 from jobs.errors import ConcurrentTickError, InjectedFault, TickOrderError
-from jobs.generate import random_case, turbine_program, turbine_stream, write_jsonl
-from jobs.store import Lake
+from jobs.ingest.generate import random_case, turbine_program, turbine_stream, write_jsonl
+from jobs.table.store import Lake
 from lakehelp import (api_lines, check_lake_equals_run, copy_lake, hypo, lake_lines,
                       reference, until_of, write_program)
-from reasoning.compiler import compile_file
-from reasoning.engine import Engine
-from reasoning.patterns import Fact
-from reasoning.stream import read_stream_file
+from reasoning.language.compiler import compile_file
+from reasoning.row.engine import Engine
+from reasoning.semantics.patterns import Fact
+from reasoning.stream.reader import read_stream_file
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -34,7 +34,7 @@ MAIN = "OK(X, T)"
 
 @pytest.fixture(scope="module")
 def spark():
-    from jobs.spark import session
+    from jobs.tick.spark import session
 
     s = session("local[2]")
     yield s
@@ -175,7 +175,7 @@ def _state_rows(lake: str, tick: int) -> list:
 
 def _state_answers(lake: str, tick: int, cp) -> tuple:
     """S_tick of the lake as row-engine Answers and window facts (canonical order)."""
-    from jobs.state import rows_to_answers
+    from jobs.table.state import rows_to_answers
 
     v = Lake(lake).done()[tick]["state_version"]
     t = delta.read_arrow(os.path.join(lake, "state"), "state", version=v,
@@ -393,7 +393,7 @@ def test_the_jvm_incubator_warning_is_not_printed():
     """Issue 14.5: Spark's launcher adds --add-modules=jdk.incubator.vector and the JVM warns
     about it at every start (Airflow logs it as an error); the session filters that one line
     and leaves the rest of the JVM's stderr and Python's own stderr alone."""
-    code = ("import sys; from jobs.spark import session; s = session('local[1]'); "
+    code = ("import sys; from jobs.tick.spark import session; s = session('local[1]'); "
             "print(s.range(3).count()); print('python stderr', file=sys.stderr)")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,

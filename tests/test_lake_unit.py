@@ -12,22 +12,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs import delta
-from jobs.generate import turbine_program
-from jobs.ingest import read_files
+from jobs.table import delta
+from jobs.ingest.generate import turbine_program
+from jobs.ingest.files import read_files
 from lakehelp import check_lake_equals_run, hypo, lake_lines, write_program
-from reasoning.compiler import compile_file
-from reasoning.patterns import Fact
+from reasoning.language.compiler import compile_file
+from reasoning.semantics.patterns import Fact
 
 TURBINES = "examples/wind_turbines.tdl"
 
 
 # ------------------------------------------------------------------ state layout
 def test_state_rows_roundtrip_every_tick_of_example13():
-    """S_τ as state rows (jobs/state.py, hypo-state/2) and back gives the engine's S_τ."""
-    from jobs.state import rows_to_answers, state_frame
+    """S_τ as state rows (jobs/table/state.py, hypo-state/2) and back gives the engine's S_τ."""
+    from jobs.table.state import rows_to_answers, state_frame
     from reasoning.columnar import ColumnarEngine
-    from reasoning.stream import read_stream_file
+    from reasoning.stream.reader import read_stream_file
 
     cp = compile_file(TURBINES)
     st = read_stream_file("examples/wind_turbines.jsonl", cp)
@@ -44,12 +44,12 @@ def test_state_rows_roundtrip_every_tick_of_example13():
 
 # ------------------------------------------------------------------ validation
 def test_relational_reasons_are_hypo_runs():
-    """jobs/validate.py refuses the rows reasoning.stream.validate refuses, with its text."""
+    """jobs/ingest/validate.py refuses the rows reasoning.stream.reader.validate refuses, with its text."""
     import polars as pl
 
-    from jobs.validate import with_duplicates, with_reasons
-    from reasoning.columnar.backend import PolarsBackend
-    from reasoning.stream import validate
+    from jobs.ingest.validate import with_duplicates, with_reasons
+    from reasoning.columnar.backends.polars import PolarsBackend
+    from reasoning.stream.reader import validate
 
     cp = compile_file(TURBINES)
     rows = [("Hot", ["wt1"], 2), ("Foo", ["a"], 1), ("Shdn", ["wt1"], 2), ("Hot", ["a", "b"], 2),
@@ -163,8 +163,8 @@ def test_dq_reasons_are_those_of_hypo_run():
     `hypo run`'s reasons, and Great Expectations counts the same failures."""
     import polars as pl
 
-    from jobs.validate import gx_summary, with_reasons
-    from reasoning.columnar.backend import PolarsBackend
+    from jobs.ingest.validate import gx_summary, with_reasons
+    from reasoning.columnar.backends.polars import PolarsBackend
 
     cp = compile_file(TURBINES)
     rows = [("Hot", ["wt1"], 3), ("Shdn", ["wt1"], 3), ("Foo", ["a"], 1), ("Hot", ["a", "b"], 1),
@@ -178,7 +178,7 @@ def test_dq_reasons_are_those_of_hypo_run():
     assert out.get_column("reason_code").to_list() == [
         None, "idb_predicate", "unknown_predicate", "arity", "future_time", "late",
         "negative_time", None]
-    from reasoning.stream import validate
+    from reasoning.stream.reader import validate
 
     assert out.get_column("reason").to_list()[5] == validate(cp, Fact("Hot", ("wt3",), 1), 3)
     summary = gx_summary(B, out, cp, "k")
@@ -187,7 +187,7 @@ def test_dq_reasons_are_those_of_hypo_run():
     assert unexpected["expect_column_values_to_be_in_set"] == 2
     assert unexpected["expect_column_pair_values_to_be_equal"] == 1
     # a large slice is validated in chunks (bounded memory): the same summary, summed
-    import jobs.validate as jv
+    import jobs.ingest.validate as jv
 
     old = jv.GX_CHUNK_ROWS
     try:
@@ -245,10 +245,10 @@ def _v1_lake(tmp_path, ticks: int):
     from deltalake.transaction import CommitProperties, create_table_with_add_actions
 
     from jobs import lake as api
-    from jobs.store import Lake
-    from reasoning.engine import Engine
-    from reasoning.rows import STATE_COLUMNS, to_rows
-    from reasoning.stream import read_stream_file
+    from jobs.table.store import Lake
+    from reasoning.row.engine import Engine
+    from reasoning.row.rows import STATE_COLUMNS, to_rows
+    from reasoning.stream.reader import read_stream_file
 
     lake = str(tmp_path / "lake")
     api.init(lake, TURBINES)
@@ -360,7 +360,7 @@ def test_a_program_with_a_byte_order_mark_inits_and_runs_the_lake(tmp_path):
         api.run_tick(lake, 1, executor="local", program=bad)
     # a report's --to far past the completed ticks is clamped to them (it used to walk
     # every tick number of the range: --to 10¹¹ ran for hours)
-    from jobs.report import lake_report
+    from jobs.audit.report import lake_report
 
     d = lake_report(lake, 0, 10 ** 11)
     assert (d.start, d.end) == (0, 0)
@@ -445,7 +445,7 @@ def test_facts_ingested_while_a_tick_runs_are_reported_late_until_it_is_rerun(tm
     `status` names the tick and the rows (partition rows now > rows the tick read) and the
     re-run to do; after it, nothing is late."""
     from jobs import lake as api
-    from jobs import tick as tickjob
+    from jobs.tick.job import job as tickjob
 
     lake = str(tmp_path / "lake")
     api.init(lake, TURBINES)
@@ -541,9 +541,9 @@ def test_declared_unused_facts_are_ignored_in_the_lake_and_hints_match_hypo_run(
     import polars as pl
 
     from jobs import lake as api
-    from jobs.validate import with_hints, with_reasons
-    from reasoning.columnar.backend import PolarsBackend
-    from reasoning.stream import validate
+    from jobs.ingest.validate import with_hints, with_reasons
+    from reasoning.columnar.backends.polars import PolarsBackend
+    from reasoning.stream.reader import validate
 
     prog = tmp_path / "p.tdl"
     prog.write_text("#query P(X, T).\n#delay A = 0.\n#delay Other = 1.\n#delay B(x, T) = 1.\n"
@@ -588,7 +588,7 @@ def test_lake_report_errors_are_one_line(tmp_path):
 
 def test_report_window_from_the_environment(tmp_path, monkeypatch):
     from jobs.errors import LakeError
-    from jobs.report import publish_report, report_window
+    from jobs.audit.report import publish_report, report_window
 
     monkeypatch.delenv("HYPO_REPORT_TICKS", raising=False)
     assert report_window() == 500
@@ -605,7 +605,7 @@ def test_large_local_frames_are_written_as_parallel_files(tmp_path, monkeypatch)
     whole (forced here with a tiny split size)."""
     from deltalake import DeltaTable
 
-    from jobs import tick as tick_mod
+    from jobs.tick.job import job as tick_mod
 
     monkeypatch.setattr(tick_mod, "LOCAL_FILE_ROWS", 1)
     monkeypatch.setattr(tick_mod.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
@@ -624,7 +624,7 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     """auto on a local master: the driver (Polars) while the tick's estimated peak fits the
     memory available, Spark beyond; on a cluster master the 500 000-row rule;
     HYPO_LAKE_LOCAL_MAX overrides both; a forced executor is kept."""
-    import jobs.tick as tk
+    import jobs.tick.job as tk
 
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX", raising=False)
     monkeypatch.setattr(tk, "available_memory", lambda: 8 * 2**30)
@@ -656,7 +656,7 @@ def test_local_reader_conforms_files_of_different_schemas(tmp_path):
     read like Spark reads it (nulls for the missing, extra columns ignored)."""
     import polars as pl
 
-    from jobs.tick import LocalIO
+    from jobs.tick.job import LocalIO
 
     a, b = str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")
     pl.DataFrame({"pred": ["Hot"], "args": [["wt1"]],
@@ -673,7 +673,7 @@ def test_local_reader_conforms_files_of_different_schemas(tmp_path):
 
 
 def _dq_doc(lake: str, tau: int) -> dict:
-    from jobs.store import Lake
+    from jobs.table.store import Lake
 
     doc = json.loads(open(os.path.join(Lake(lake).meta_dir, "dq", f"tick={tau}.json")).read())
     doc.pop("run")
@@ -683,14 +683,14 @@ def _dq_doc(lake: str, tau: int) -> dict:
 def test_gx_beside_the_engine_records_the_same_dq(tmp_path, monkeypatch):
     """The local executor runs GX on a thread beside the engine: the tick's data-quality
     record (and its answers) are those of GX run before the engine."""
-    import jobs.validate as jv
+    import jobs.ingest.validate as jv
     from jobs import lake as api
 
     s = tmp_path / "s.jsonl"
     s.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n{"tick": 0, "fact": "Hot(wt2, 0)"}\n'
                  '{"tick": 0, "fact": "Hot(wt2, 0)"}\n{"tick": 0, "fact": "Hot(wt3, 9)"}\n'
                  '{"tick": 0, "fact": "Cold(wt1, 0)"}\n')
-    import jobs.tick as jt
+    import jobs.tick.job as jt
 
     got = {}
     for beside, cpus in ((True, 2), (False, 2), (True, 1)):
@@ -712,7 +712,7 @@ def test_gx_beside_drops_only_its_own_output_and_reraises(capsys):
     import sys
     import threading
 
-    from jobs.validate import GXBeside
+    from jobs.ingest.validate import GXBeside
 
     go = threading.Event()
 
@@ -768,9 +768,9 @@ def test_the_ticks_log_is_compacted_by_optimize_and_read_in_one_scan(tmp_path, m
     """Past 64 files the ticks log's small files are bin-packed (Delta OPTIMIZE) — every row
     kept, in order —, the replaced files are deleted once past the retention, and a damaged
     file is still named when the one-scan read fails."""
-    from jobs import store
+    from jobs.table import store
     from jobs.errors import LakeDamaged
-    from jobs.store import Lake
+    from jobs.table.store import Lake
 
     lake = str(tmp_path / "lake")
     from jobs import lake as api

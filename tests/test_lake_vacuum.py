@@ -1,4 +1,4 @@
-"""`hypo lake vacuum` (jobs/retention.py): bounded storage.  Removing old ticks' S_τ keeps
+"""`hypo lake vacuum` (jobs/maintenance/retention.py): bounded storage.  Removing old ticks' S_τ keeps
 every tick's answers and history, leaves a lake `verify` finds clean, refuses exactly the
 re-runs that would read a removed S_τ (and says which can still run), and the ticks after
 the cut re-run to the same answers; Delta VACUUM deletes replaced files only."""
@@ -119,7 +119,7 @@ def test_late_facts_below_the_cut_are_taken_by_a_rerun_from_tick_0(lake8, tmp_pa
 
 
 def test_vacuum_deletes_only_files_no_recent_version_needs(lake8, tmp_path):
-    from jobs.retention import vacuum
+    from jobs.maintenance.retention import vacuum
 
     lake, H = _lake(lake8, tmp_path)
     before = _answers(H, range(9))
@@ -152,9 +152,9 @@ def test_a_vacuum_while_a_tick_runs_fails_the_tick_cleanly(lake8, tmp_path):
     """Both commit to the state table conditionally: the tick that loses is refused with one
     line, nothing half-written, and its re-run gives the answers of the first run."""
     from jobs import lake as api
-    from jobs import tick as tickjob
+    from jobs.tick.job import job as tickjob
     from jobs.errors import LakeError
-    from jobs.retention import vacuum
+    from jobs.maintenance.retention import vacuum
 
     lake, H = _lake(lake8, tmp_path)
     before = _answers(H, [8])
@@ -178,7 +178,7 @@ def test_a_vacuum_while_a_tick_runs_fails_the_tick_cleanly(lake8, tmp_path):
 
 
 def test_the_api_refuses_ticks_past_2_to_the_60(lake8):
-    """The CLI's tick arguments are bounded (reasoning.cli.tick_arg); the API is too, so a
+    """The CLI's tick arguments are bounded (reasoning.cli.main.tick_arg); the API is too, so a
     range ending at 2⁶³ is one error, not an OverflowError inside delta-rs mid-run."""
     from jobs import lake as api
     from jobs.errors import LakeError
@@ -237,7 +237,7 @@ def test_an_interrupted_vacuum_is_completed_by_the_next(lake8, tmp_path, monkeyp
     """The cut is logged before the partitions go: if the process dies between the two, the
     lake refuses the re-runs below the cut, and the next vacuum (any options) removes what
     the interrupted one left."""
-    from jobs import retention
+    from jobs.maintenance import retention
 
     lake, H = _lake(lake8, tmp_path)
     real = retention.delta.commit

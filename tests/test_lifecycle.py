@@ -1,12 +1,12 @@
-"""reasoning/lifecycle.py on hand-made answer sequences, and reasoning/report.py's HTML."""
+"""reasoning/insight/lifecycle.py on hand-made answer sequences, and reasoning/insight/report.py's HTML."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from reasoning.lifecycle import CONFIRMED, OPEN, REFUTED, build
-from reasoning.report import ReportData, render
+from reasoning.insight.lifecycle import CONFIRMED, OPEN, REFUTED, build
+from reasoning.insight.report import ReportData, render
 
 Q = "OK(X, T)"
 
@@ -125,7 +125,7 @@ def test_the_counts_plot_of_a_long_range_is_built_from_the_ticks_with_counts(end
     """`hypo run --until 10¹²` skips quiet stretches; its report's range is 10¹² ticks: the
     counts plot has at most PLOT_POINTS points per series (the maximum of each bucket of
     ticks) and is built without walking the range (it used to be a MemoryError)."""
-    from reasoning.report import counts_svg
+    from reasoning.insight.report import counts_svg
 
     lcs = build(sequence())
     d = ReportData(title="t", source="s", start=0, end=end, lifecycles=lcs, query=Q,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.ingest import Parsed, read_jsonl
-from reasoning.compiler import compile_file
-from reasoning.stream import Heartbeat, LiveLines, Slice, StreamReader
+from jobs.ingest.files import Parsed, read_jsonl
+from reasoning.language.compiler import compile_file
+from reasoning.stream.reader import Heartbeat, LiveLines, Slice, StreamReader
 from tests.helpers import EXAMPLES, ROOT
 
 TDL = str(EXAMPLES / "wind_turbines.tdl")
@@ -92,7 +92,7 @@ def test_heartbeats_complete_the_ticks_before_them():
 
 
 def _hypo(*argv, stdin=None):
-    return subprocess.run([sys.executable, "-m", "reasoning.cli", *argv], input=stdin,
+    return subprocess.run([sys.executable, "-m", "reasoning.cli.main", *argv], input=stdin,
                           capture_output=True, text=True, cwd=str(ROOT))
 
 
@@ -128,7 +128,7 @@ def _read_until(proc, want: str, timeout: float = 120) -> str:
 
 @pytest.mark.parametrize("engine", ["row", "columnar"])
 def test_a_live_run_answers_each_tick_once_its_slice_is_complete(engine):
-    proc = subprocess.Popen([sys.executable, "-m", "reasoning.cli", "run", TDL, "--stream",
+    proc = subprocess.Popen([sys.executable, "-m", "reasoning.cli.main", "run", TDL, "--stream",
                              "-", "--format", "jsonl", "--engine", engine],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=str(ROOT))
@@ -174,7 +174,7 @@ def test_a_line_without_end_on_a_pipe_keeps_memory_bounded():
     it is rejected as too long; the lines around it are read."""
     import threading
 
-    from reasoning.stream import MAX_LINE
+    from reasoning.stream.reader import MAX_LINE
 
     r, w = os.pipe()
     big = b'{"tick": 0, "fact": "' + b"x" * (4 << 20) + b'"}\n'

@@ -1,4 +1,4 @@
-"""Metric temporal operators (issue 12, reasoning/metric.py): parsing and errors, the
+"""Metric temporal operators (issue 12, reasoning/language/metric.py): parsing and errors, the
 translation against an independent hand expansion on random programs with both executors,
 fixed programs end to end, and a differential test against MeTeoR (004_…txt's reasoner)."""
 from __future__ import annotations
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from reasoning.cli import main
-from reasoning.compiler import compile_program, describe_text
-from reasoning.engine import Engine
-from reasoning.errors import ProgramError
-from reasoning.explain import static_horizons
-from reasoning.parser import parse_program
-from reasoning.patterns import Fact
-from reasoning.session import Session
+from reasoning.cli.main import main
+from reasoning.language.compiler import compile_program, describe_text
+from reasoning.row.engine import Engine
+from reasoning.language.errors import ProgramError
+from reasoning.semantics.explain import static_horizons
+from reasoning.language.parser import parse_program
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import Session
 from tests.helpers import ENGINES, budget
 
 # --------------------------------------------------------------------------- parsing

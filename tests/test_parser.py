@@ -1,4 +1,4 @@
-"""Tests of reasoning/parser.py: the surface syntax of hypo programs."""
+"""Tests of reasoning/language/parser.py: the surface syntax of hypo programs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning.compiler import compile_program
-from reasoning.errors import ProgramError
-from reasoning.parser import parse_atom, parse_fact, parse_program, parse_program_with_spans
-from reasoning.syntax import Atom, Const, DelayDecl, Literal, Rule, Span, Time, Var
-from reasoning.wellformed import check_program, edb_predicates, idb_predicates, predicate_arities
+from reasoning.language.compiler import compile_program
+from reasoning.language.errors import ProgramError
+from reasoning.language.parser import parse_atom, parse_fact, parse_program, parse_program_with_spans
+from reasoning.language.syntax import Atom, Const, DelayDecl, Literal, Rule, Span, Time, Var
+from reasoning.language.wellformed import check_program, edb_predicates, idb_predicates, predicate_arities
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -372,7 +372,7 @@ def test_numbers_past_the_machine_range_are_errors_at_their_token(text, col, wha
 
 
 # --------------------------------------------------------------------------- #delay lines
-# reasoning/delaylines.py reads canonical per-instance `#delay` lines without lark when a
+# reasoning/language/delaylines.py reads canonical per-instance `#delay` lines without lark when a
 # program has many; the result must be what lark's path gives, errors included.
 
 _DELAY_LINES = st.sampled_from([
@@ -393,7 +393,7 @@ _OTHER_LINES = st.sampled_from([
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_DELAY_LINES, _DELAY_LINES, _OTHER_LINES), max_size=14))
 def test_delay_lines_read_without_lark_parse_as_lark_does(lines):
-    import reasoning.delaylines as dl
+    import reasoning.language.delaylines as dl
 
     text = "\n".join(lines) + "\n"
 
@@ -411,7 +411,7 @@ def test_delay_lines_read_without_lark_parse_as_lark_does(lines):
 
 
 def test_many_delay_lines_skip_lark_and_keep_every_span():
-    import reasoning.delaylines as dl
+    import reasoning.language.delaylines as dl
 
     lines = ["#query OK(X, T).", "#delay Hot = 3."]
     lines += [f"#delay Hot(wt{i}, T) = {i % 3}." for i in range(dl.MIN_LINES + 5)]
@@ -427,7 +427,7 @@ def test_many_delay_lines_skip_lark_and_keep_every_span():
 
 def test_a_delay_line_inside_an_unfinished_statement_is_still_an_error():
     """Blanking `#delay` lines must not glue a statement together across them."""
-    import reasoning.delaylines as dl
+    import reasoning.language.delaylines as dl
 
     text = "#query OK(X, T).\nOK(X, T) :- Hot(X, T)\n#delay Hot(a, T) = 1.\n.\n"
     old, dl.MIN_LINES = dl.MIN_LINES, 1
@@ -445,8 +445,8 @@ def test_the_grammar_and_the_fast_readers_agree_on_identifiers():
     import os
     import re
 
-    from reasoning.syntax import NAME
+    from reasoning.language.syntax import NAME
 
-    here = os.path.join(os.path.dirname(__file__), "..", "reasoning", "grammar.lark")
+    here = os.path.join(os.path.dirname(__file__), "..", "reasoning", "language", "grammar.lark")
     m = re.search(r"^NAME: /(.*)/$", open(here, encoding="utf-8").read(), re.M)
     assert m and m.group(1) == NAME

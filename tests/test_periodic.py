@@ -1,4 +1,4 @@
-"""Periodic background facts (issue 12, second half; reasoning/periodic.py): the syntax of
+"""Periodic background facts (issue 12, second half; reasoning/language/periodic.py): the syntax of
 linear repeating points b + a·n (003_…txt §2) and its errors, the lrp algebra, stream and
 lake rejection, the calendar example, and on random programs: periodic facts mean the same
 facts listed one by one (both executors, every tick), and both executors agree with the
@@ -13,18 +13,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasoning.cli import main
-from reasoning.compiler import compile_program, describe_text
-from reasoning.engine import Engine
-from reasoning.errors import ProgramError
-from reasoning.explain import static_horizons
-from reasoning.parser import parse_program
-from reasoning.patterns import Fact
-from reasoning.periodic import TimeDomain, first, intersect
-from reasoning.reference import answers as ref_answers
-from reasoning.session import Session
-from reasoning.stream import validate
-from reasoning.syntax import Atom, Const, Lrp, Time
+from reasoning.cli.main import main
+from reasoning.language.compiler import compile_program, describe_text
+from reasoning.row.engine import Engine
+from reasoning.language.errors import ProgramError
+from reasoning.semantics.explain import static_horizons
+from reasoning.language.parser import parse_program
+from reasoning.semantics.patterns import Fact
+from reasoning.language.periodic import TimeDomain, first, intersect
+from reasoning.semantics.reference import answers as ref_answers
+from reasoning.run.session import Session
+from reasoning.stream.reader import validate
+from reasoning.language.syntax import Atom, Const, Lrp, Time
 from tests.helpers import ENGINES, ROOT, budget
 
 # --------------------------------------------------------------------------- syntax
@@ -119,8 +119,8 @@ def test_stream_facts_of_periodic_predicates_are_rejected():
 def test_the_lake_quarantines_them_with_the_same_reason():
     import polars as pl
 
-    from jobs.validate import with_reasons
-    from reasoning.columnar.backend import PolarsBackend
+    from jobs.ingest.validate import with_reasons
+    from reasoning.columnar.backends.polars import PolarsBackend
 
     cp = compile_program(CAL, "p.tdl")
     df = pl.DataFrame({"tick": [3, 3], "pred": ["Maint", "Up"], "args": [["wt1"], ["wt1"]],
@@ -175,7 +175,7 @@ def test_an_unbound_time_prints_its_congruence(engine, tmp_path):
 def test_answers_differing_only_in_their_congruence_are_distinct(engine):
     """Two facts for wt1 give two answers with the same substitution: their identity
     (lifecycles, --changes) includes the time constraint."""
-    from reasoning.explain import answer_key
+    from reasoning.semantics.explain import answer_key
 
     cp = compile_program("Maint(wt1, 3 + 7n).\nMaint(wt1, 5 + 7n).\n"
                          "Plan(X, T) :- Req(X, S), Maint(X, T), not Busy(X, T).\n"
@@ -376,7 +376,7 @@ def test_the_lake_equals_hypo_run_on_the_calendar(tmp_path, executor):
     """The calendar example through the lake (the plan on the driver, the row engine): every
     tick's answers, pending included, are `hypo run --all`'s; the streamed Maint fact is
     quarantined (the Spark plan: tests/test_lake_spark.py)."""
-    from jobs import delta
+    from jobs.table import delta
     from tests.lakehelp import check_lake_equals_run
 
     lake = str(tmp_path / "lake")

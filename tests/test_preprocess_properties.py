@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from reasoning.compiler import compile_program
-from reasoning.reference import evaluate
-from reasoning.syntax import Atom, Const, Time, Var
+from reasoning.language.compiler import compile_program
+from reasoning.semantics.reference import evaluate
+from reasoning.language.syntax import Atom, Const, Time, Var
 from tests.gen import programs
 
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasoning.cli import _run, build_parser
-from reasoning.compiler import compile_file, compile_program
-from reasoning.engine import Engine
-from reasoning.patterns import Fact
-from reasoning.session import quiet_margin
-from reasoning.stream import StreamReader
+from reasoning.cli.main import _run, build_parser
+from reasoning.language.compiler import compile_file, compile_program
+from reasoning.row.engine import Engine
+from reasoning.semantics.patterns import Fact
+from reasoning.run.session import quiet_margin
+from reasoning.stream.reader import StreamReader
 from tests.gen import cases
 from tests.helpers import ENGINES, EXAMPLES, budget
 

@@ -1,4 +1,4 @@
-"""Tests of the reference evaluator (`reasoning.reference`), the test oracle of 002_…txt semantics."""
+"""Tests of the reference evaluator (`reasoning.semantics.reference`), the test oracle of 002_…txt semantics."""
 from __future__ import annotations
 
 import itertools
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasoning.reference import NotStratified, active_domain, answers, evaluate, history
-from reasoning.syntax import Atom, Const, Literal, Program, Rule, Time, Var
+from reasoning.semantics.reference import NotStratified, active_domain, answers, evaluate, history
+from reasoning.language.syntax import Atom, Const, Literal, Program, Rule, Time, Var
 
 # ----------------------------------------------------------------------------------------
 # Hand-built IR helpers:  A("Flag", "X", t="T+1"),  A("Hot", "wt1", t=0),  A("Type", "X")
@@ -103,7 +103,7 @@ OK(X, T-1) :- not Shdn(X, T).
 
 
 def test_wind_turbines_parsed_program_agrees():
-    parser = pytest.importorskip("reasoning.parser")
+    parser = pytest.importorskip("reasoning.language.parser")
     p = parser.parse_program(WIND_TEXT, "wind.hypo")
     assert evaluate(p, HOT, horizon=8) == evaluate(WIND, HOT, horizon=8)
 

@@ -229,8 +229,8 @@ def test_lake_lifecycles_equal_hypo_runs(small_lake):
     objects give (explain.answer_key, format_atom_answer)."""
     from collections import defaultdict
 
-    from jobs.report import lake_report
-    from reasoning.lifecycle import build
+    from jobs.audit.report import lake_report
+    from reasoning.insight.lifecycle import build
 
     rc, out, err = hypo("run", small_lake["program"], "--stream", small_lake["stream"],
                         "--query", "Shdn(X, T)", "--format", "jsonl", "--all", "--no-skip",

@@ -1,4 +1,4 @@
-"""The stream read a block at a time (reasoning.stream.parse_block) gives exactly what the
+"""The stream read a block at a time (reasoning.stream.reader.parse_block) gives exactly what the
 line-by-line reader gives: the same slices, facts, line numbers, rejections (reasons and
 order) and ignored counts, on random mixtures of canonical, late, out-of-order, gapped,
 unknown, periodic and malformed lines; and Slice.frames() holds the same facts as Slice.facts()."""
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import reasoning.stream as S
-from reasoning.compiler import compile_program
+import reasoning.stream.reader as S
+from reasoning.language.compiler import compile_program
 
 PROGRAM = """
 #query OK(X, T).

@@ -10,8 +10,8 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasoning.compiler import compile_file
-from reasoning.stream import JSON_SPACE, MAX_TIME, Rejection, StreamReader, parse_line, read_stream
+from reasoning.language.compiler import compile_file
+from reasoning.stream.reader import JSON_SPACE, MAX_TIME, Rejection, StreamReader, parse_line, read_stream
 from tests.helpers import EXAMPLES, ROOT
 
 CP = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
@@ -61,7 +61,7 @@ def test_lines_out_of_order_are_rejected_and_slices_come_in_order():
 
 def test_the_reader_holds_one_slice_not_the_stream():
     """A generator of lines is consumed a block at a time (the rest is not read ahead)."""
-    from reasoning.stream import BLOCK_LINES
+    from reasoning.stream.reader import BLOCK_LINES
 
     read = []
 
@@ -80,7 +80,7 @@ def test_the_reader_holds_one_slice_not_the_stream():
 
 def test_a_block_of_long_lines_is_cut_short():
     """Blocks are bounded in characters too: long lines are read fewer at a time."""
-    from reasoning.stream import BLOCK_CHARS
+    from reasoning.stream.reader import BLOCK_CHARS
 
     read = []
     pad = " " * 60000
@@ -98,7 +98,7 @@ def test_a_block_of_long_lines_is_cut_short():
 
 def _general(raw: str, no: int):
     """parse_line without its fast path (json.loads and the fact parser)."""
-    import reasoning.stream as S
+    import reasoning.stream.reader as S
 
     fast, S._FAST = S._FAST, __import__("re").compile(r"(?!)")
     try:
@@ -147,7 +147,7 @@ def test_hypo_run_survives_a_hostile_stream(tmp_path):
         '{"tick": 0, "fact": "Hot(wt1, 0)"}', f'{{"tick": {HUGE}, "fact": "Hot(wt1, 1)"}}',
         "[" * 5000 + "]" * 5000, '{"tick": 1, "fact": "Hot(wt1\\u001b[2J, 1)"}',
         f'{{"tick": 1, "fact": "Hot(wt1, {HUGE})"}}']) + "\n")
-    r = subprocess.run([sys.executable, "-m", "reasoning.cli", "run",
+    r = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run",
                         str(EXAMPLES / "wind_turbines.tdl"), "--stream", str(p), "--format",
                         "jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stderr
@@ -159,7 +159,7 @@ def test_a_closed_pipe_is_not_an_error(tmp_path):
     p = tmp_path / "s.jsonl"
     p.write_text("".join(json.dumps({"tick": t, "fact": f"Hot(wt{t % 3 + 1}, {t})"}) + "\n"
                          for t in range(3000)))
-    cmd = (f"{sys.executable} -m reasoning.cli run {EXAMPLES / 'wind_turbines.tdl'} "
+    cmd = (f"{sys.executable} -m reasoning.cli.main run {EXAMPLES / 'wind_turbines.tdl'} "
            f"--stream {p} --format jsonl --engine row | head -1")
     r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
@@ -168,8 +168,8 @@ def test_a_closed_pipe_is_not_an_error(tmp_path):
 
 def test_a_duplicate_at_the_last_allowed_tick_is_caught():
     """Hot(wt1, 0) again at tick 2 = 0 + δ(wt1): still a duplicate (issue 11.4)."""
-    from reasoning.patterns import Fact
-    from reasoning.session import Session
+    from reasoning.semantics.patterns import Fact
+    from reasoning.run.session import Session
 
     for engine in ("row", "columnar"):
         s = Session(CP, engine=engine)
@@ -182,7 +182,7 @@ def test_an_implausible_jump_is_rejected_not_run_for_days(tmp_path):
     p = tmp_path / "s.jsonl"
     p.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n'
                  '{"tick": 1767225600, "fact": "Hot(wt1, 1767225600)"}\n')
-    r = subprocess.run([sys.executable, "-m", "reasoning.cli", "run",
+    r = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run",
                         str(EXAMPLES / "wind_turbines.tdl"), "--stream", str(p), "--format",
                         "jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "raise --max-gap" in r.stderr
@@ -193,7 +193,7 @@ def test_structured_rows_read_as_the_lake_reads_them(tmp_path):
     """{"tick", "pred", "args", "time"} rows — what producers write to the lake — are read by
     `hypo run` too, with the lake's rules and reasons (one parser: stream.structured_fact),
     so `hypo run` can check a lake fed that way."""
-    from jobs.ingest import Parsed, read_jsonl
+    from jobs.ingest.files import Parsed, read_jsonl
 
     rows = ['{"tick": 1, "pred": "Hot", "args": ["wt1"], "time": 1}',
             '{"tick": 1, "pred": "Hot", "args": "wt2", "time": 0}',
@@ -230,7 +230,7 @@ def test_a_gzip_stream_is_read_and_a_damaged_one_is_one_line(tmp_path):
     prog = str(EXAMPLES / "wind_turbines.tdl")
 
     def run(stream):
-        return subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream",
+        return subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", prog, "--stream",
                                str(stream), "--format", "jsonl"], capture_output=True,
                               text=True, cwd=str(ROOT))
 
@@ -255,7 +255,7 @@ def test_gzip_data_on_standard_input_or_a_nameless_pipe_is_decompressed(tmp_path
     prog = str(EXAMPLES / "wind_turbines.tdl")
 
     def run(stream, data):
-        return subprocess.run([sys.executable, "-m", "reasoning.cli", "run", prog, "--stream",
+        return subprocess.run([sys.executable, "-m", "reasoning.cli.main", "run", prog, "--stream",
                                stream, "--format", "jsonl"], input=data, capture_output=True,
                               cwd=str(ROOT))
 
@@ -281,7 +281,7 @@ def test_a_huge_line_in_a_file_is_rejected_without_holding_it(tmp_path):
     the facts around it are read — from a plain file and from a gzip one."""
     import gzip
 
-    from reasoning.stream import MAX_LINE, bounded_lines, open_stream, read_stream_file
+    from reasoning.stream.reader import MAX_LINE, bounded_lines, open_stream, read_stream_file
 
     big = '[' + ','.join(['{"tick": 0, "fact": "Hot(wt1, 0)"}'] * 90_000) + ']'
     text = ('{"tick": 0, "fact": "Hot(wt1, 0)"}\n' + big + '\n'
@@ -310,7 +310,7 @@ def test_bounded_blocks_give_bounded_lines_lines(runs, chunk, per_block, chars):
     that the cuts fall across chunk boundaries)."""
     import io
 
-    from reasoning import stream
+    from reasoning.stream.reader import reader as stream
 
     text = "".join(c * n for n, c in runs)
     old = stream.MAX_LINE

@@ -1,4 +1,4 @@
-"""The ticks log read in Arrow (jobs.store.TicksLog, Done): the same `done` rows, last
+"""The ticks log read in Arrow (jobs.table.store.TicksLog, Done): the same `done` rows, last
 completed tick, quiet stretches, vacuum cuts and late facts as the row-by-row reading it
 replaced, on random logs (re-runs, interleaved runs, stretches, vacuums)."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs import delta
+from jobs.table import delta
 from jobs.lake import late_facts
-from jobs.store import PHASES, Done, Lake, TicksLog, stretches
+from jobs.table.store import PHASES, Done, Lake, TicksLog, stretches
 
 
 def _old_done(rows: list[dict]) -> dict:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from reasoning.errors import ProgramError
-from reasoning.parser import parse_atom, parse_fact, parse_program, parse_program_with_spans
-from reasoning.wellformed import check_program
+from reasoning.language.errors import ProgramError
+from reasoning.language.parser import parse_atom, parse_fact, parse_program, parse_program_with_spans
+from reasoning.language.wellformed import check_program
 
 FILE = "prog.tdl"
 
@@ -249,7 +249,7 @@ def test_delay_on_idb_predicate():
 def test_delay_on_unused_predicate_is_a_warning_with_a_hint():
     """Issue 10: a stream shared by several programs declares predicates this one does not
     use; a warning at the declaration (with a close name), not an error."""
-    from reasoning.wellformed import delay_warnings
+    from reasoning.language.wellformed import delay_warnings
 
     text = "Flag(X, T) :- Hot(X, T).\n#delay Hto(wt1, T) = 2.\n#delay Other = 1."
     prog, spans = parse_program_with_spans(text, FILE)
@@ -303,7 +303,7 @@ def test_errors_are_never_lark_exceptions():
 def test_a_long_source_line_is_shown_as_a_window_around_the_error(before, after):
     """A generated program's very long line: the excerpt is at most EXCERPT_COLUMNS wide, cut with
     `…`, and the caret still points at the offending character."""
-    from reasoning.errors import EXCERPT_COLUMNS
+    from reasoning.language.errors import EXCERPT_COLUMNS
 
     body = ", ".join(f"A{i}(X, T)" for i in range(before // 10))
     tail = ", ".join(f"C{i}(X, T)" for i in range(after // 10))

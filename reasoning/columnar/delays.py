@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..analysis import Delays
-from .layout import INT, OBJ
+from reasoning.language.analysis import Delays
+from reasoning.columnar.layout import INT, OBJ
 
 CONST, COL = "const", "col"
 

@@ -16,7 +16,7 @@ Each template's table is partitioned by *pattern*: the set of its variables that
 and outputs statically, so unification is decided once per pattern and runs as an equi-join
 (unify.py) — the relational analogue of Soufflé's or Nemo's per-adornment relations.
 
-The semantics are those of the row engine (reasoning/engine.py, the reference executor);
+The semantics are those of the row engine (reasoning/row/engine.py, the reference executor);
 tests/test_columnar.py checks both against each other and the reference evaluator.  Two
 rare shapes of step 3 — a negated hypothesis with two or more unbound variables, and covers
 through answers that themselves carry nogoods or variable-variable links — are refined by
@@ -27,20 +27,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ..compiler import CompiledProgram
-from ..engine import Engine as RowEngine
-from ..engine import TickReport
-from ..errors import HypoError
-from ..gcpause import frozen_survivors
-from ..patterns import ETemplate, Fact, LitPattern, compile_templates
-from .backend import PolarsBackend
-from .delays import COL, CONST, DelayPlan
-from .exactrows import ExactPass
-from .layout import (BOOL, INT, MAX_LITERALS, META_KINDS, OBJ, Layout, acol,
+from reasoning.language.compiler import CompiledProgram
+from reasoning.row.engine import Engine as RowEngine
+from reasoning.semantics.answer import TickReport
+from reasoning.language.errors import HypoError
+from reasoning.util.gcpause import frozen_survivors
+from reasoning.semantics.patterns import ETemplate, Fact, LitPattern, compile_templates
+from reasoning.columnar.backends.polars import PolarsBackend
+from reasoning.columnar.delays import COL, CONST, DelayPlan
+from reasoning.columnar.exactrows import ExactPass
+from reasoning.columnar.layout import (BOOL, INT, MAX_LITERALS, META_KINDS, OBJ, Layout, acol,
                      encode_nogoods, fact_schema, facts_by_pred, row_to_answer, vcol)
-from .unify import cover_spec, ground_under, literal_vars, match_spec
-from ..periodic import TimeDomain
-from ..syntax import Lrp
+from reasoning.columnar.unify import cover_spec, ground_under, literal_vars, match_spec
+from reasoning.language.periodic import TimeDomain
+from reasoning.language.syntax import Lrp
 
 Pattern = frozenset
 
@@ -449,7 +449,7 @@ class ColumnarEngine:
             rest = B.with_columns(rest, {"_viol": B.any_of(viol), "ng": ng})
             out.append(B.drop(B.filter(rest, ~B.col("_viol")), ["_viol"]))
         if multi is not None and B.exists(multi):
-            from ..patterns import reduce_nogoods
+            from reasoning.semantics.patterns import reduce_nogoods
 
             rows = []
             for r in B.rows(multi):
@@ -827,7 +827,7 @@ class ColumnarEngine:
     def _step2(self, k: int, tau: int, present: Optional[dict] = None) -> None:
         """Step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if Hσ's positive part is potentially
         future (one row per template: built by the row engine's own `_finish`)."""
-        from .fallback import answer_rows
+        from reasoning.columnar.fallback import answer_rows
 
         B = self.B
         tp = self.templates[k]
@@ -1069,7 +1069,7 @@ class ColumnarEngine:
         if R is not None and not B.is_empty(R):
             kept, out = self._refine_simple(k, j, P, R, L, tau, h_bound, unb, complex_)
         if complex_:
-            from .fallback import refine_rows
+            from reasoning.columnar.fallback import refine_rows
 
             Cx = B.concat([self._sel(f, sch) for f in complex_])
             kept_c, new_c = refine_rows(self, k, j, P, Cx, tau)
@@ -1326,7 +1326,7 @@ class ColumnarEngine:
 
     def load_answers(self, answers: Iterable, tick: int) -> None:
         """Replace S by the given row-engine Answers (exp/dlp/unb recomputed), at tick."""
-        from .fallback import answer_rows
+        from reasoning.columnar.fallback import answer_rows
 
         B = self.B
         by: dict = {}

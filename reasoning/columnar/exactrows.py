@@ -1,12 +1,12 @@
-"""Exact instances of the waiting answers (reasoning/exact.py) on the columnar executor: the
+"""Exact instances of the waiting answers (reasoning/semantics/exact.py) on the columnar executor: the
 partitions whose pattern leaves a positive hypothesis or the head non-ground are known
 statically; their rows with evidence and not definite (few: the survivors of local mgus)
 are refined by exact.py itself, so both executors give the same S_τ."""
 from __future__ import annotations
 
-from ..exact import heads_of
-from .fallback import answer_rows
-from .layout import INT, OBJ, acol, row_to_answer, vcol
+from reasoning.semantics.exact import heads_of
+from reasoning.columnar.fallback import answer_rows
+from reasoning.columnar.layout import INT, OBJ, acol, row_to_answer, vcol
 
 
 class ExactPass:

@@ -4,7 +4,7 @@ nogood on several variables, or covers through answers that carry nogoods themse
 link two variables of the hypothesis (Algorithm 1, steps 3(b)-(c); see engine.py)."""
 from __future__ import annotations
 
-from .layout import INT, answer_to_row, row_to_answer
+from reasoning.columnar.layout import INT, answer_to_row, row_to_answer
 
 
 def row_meta(eng, k: int, a) -> tuple:

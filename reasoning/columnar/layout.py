@@ -1,6 +1,6 @@
 """S_τ as tables (Algorithm 1 set-at-a-time): one table per template of P_Q, one per EDB
 predicate for D|τ and the window W, and the conversions to and from the row engine's
-`Answer` (reasoning/engine.py), which stays the reference executor.
+`Answer` (reasoning/row/engine.py), which stays the reference executor.
 
 A schematic answer ⟨P, θ, E, H⟩ (002 Def. 15) of template k is one row of table k:
 
@@ -26,8 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from ..engine import Answer
-from ..patterns import ETemplate, Fact
+from reasoning.semantics.answer import Answer
+from reasoning.semantics.patterns import ETemplate, Fact
 
 OBJ, INT, BOOL, STRLIST, INTLIST = "obj", "int", "bool", "strlist", "intlist"
 FLOAT = "float"  # the answers table's confidence only

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..patterns import LitPattern
-from .layout import acol, vcol
+from reasoning.semantics.patterns import LitPattern
+from reasoning.columnar.layout import acol, vcol
 
 # a side expression: ("C", constant) | ("R", column of the left frame) | ("L", column of the
 # right frame)

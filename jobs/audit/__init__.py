@@ -1,0 +1,1 @@
+"""Lake layer 4, audit: the lifecycle report of completed ticks."""

@@ -1,0 +1,1 @@
+"""Lake layer 4, maintenance: verify and vacuum."""

@@ -1,0 +1,185 @@
+"""S_τ in the lake (the `state` table, format hypo-state/2; schemas/lake.json): the columnar
+engine's partitions (template, pattern) and window W as rows of one generic table, written
+and read by Spark — and, for tests, migration and the row engine, as row-engine Answers."""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from reasoning.columnar.layout import (BOOL, INT, INTLIST, OBJ, STRLIST, acol,
+                                       decode_nogoods, encode_nogoods, vcol)
+from reasoning.language.compiler import CompiledProgram
+from reasoning.semantics.answer import Answer
+from reasoning.semantics.patterns import Fact, compile_templates
+from schemas.lake import STATE_FORMAT, column_names
+
+from jobs.errors import LakeError, ProgramMismatch
+
+COLS = column_names("state", with_partitions=False)
+
+
+def pattern_bits(P) -> int:
+    return sum(1 << x for x in P)
+
+
+def bits_pattern(bits: int) -> frozenset:
+    return frozenset(i for i in range(64) if bits >> i & 1)
+
+
+def meta_info(cp: CompiledProgram) -> str:
+    return json.dumps({"format": STATE_FORMAT, "program": cp.text_hash,
+                       "query": str(cp.main.atom)}, sort_keys=True)
+
+
+# ------------------------------------------------------------------ frames (any backend)
+STATE_KINDS = {"kind": OBJ, "template": INT, "pattern": INT, "vals": STRLIST, "times": INTLIST,
+               "ev": INT, "ng": STRLIST, "exp": INT, "dlp": INT, "unb": BOOL, "born": INT,
+               "status": OBJ, "pred": OBJ, "args": STRLIST, "time": INT, "wexp": INT,
+               "info": OBJ}
+
+
+def state_frame(B, eng, cp: CompiledProgram):
+    """The rows of S_τ (the engine after its tick: answers, W and a meta row) as one frame
+    with the state table's columns (tick excluded: it is the partition)."""
+    parts = []
+    null = {c: B.null(k) for c, k in STATE_KINDS.items()}
+    for k, lay in enumerate(eng.layouts):
+        full = lay.full_mask
+        n = len(lay.kinds)
+        for P, df in eng.S[k].items():
+            vals = B.typed_list([B.col(vcol(x)) if x in P and lay.kinds[x] == OBJ
+                                 else B.null(OBJ) for x in range(n)], OBJ)
+            times = B.typed_list([B.col(vcol(x)) if x in P and lay.kinds[x] == INT
+                                  else B.null(INT) for x in range(n)], INT)
+            status = B.when(B.col("ev") == B.lit(full, INT), B.lit("definite", OBJ),
+                            B.when(B.col("ev") != B.lit(0, INT), B.lit("hypothetical", OBJ),
+                                   B.lit("pending", OBJ)))
+            items = {"kind": B.lit("answer", OBJ), "template": B.lit(k, INT),
+                     "pattern": B.lit(pattern_bits(P), INT), "vals": vals, "times": times,
+                     "ev": B.col("ev"), "ng": B.col("ng"), "exp": B.col("exp"),
+                     "dlp": B.col("dlp"), "unb": B.col("unb"), "born": B.col("born"),
+                     "status": status}
+            parts.append(B.select(df, [B.alias(items.get(c, null[c]), c) for c in COLS]))
+    for p, w in eng.W.items():
+        n = eng.edb[p] - 1
+        items = {"kind": B.lit("fact", OBJ), "pred": B.lit(p, OBJ),
+                 "args": B.typed_list([B.col(acol(i)) for i in range(n)], OBJ),
+                 "time": B.col("t"), "wexp": B.col("wexp")}
+        parts.append(B.select(w, [B.alias(items.get(c, null[c]), c) for c in COLS]))
+    heads = [{"kind": "answered", "pred": p, "args": list(a), "time": t, "wexp": until}
+             for p, a, t, until in eng.answered.items()]
+    if heads:  # definite heads remembered for exact answers (reasoning/semantics/exact.py, Answered)
+        parts.append(B.from_rows(heads, {c: STATE_KINDS[c] for c in COLS}))
+    parts.append(B.from_rows([{"kind": "meta", "info": meta_info(cp)}],
+                             {c: STATE_KINDS[c] for c in COLS}))
+    return B.concat(parts)
+
+
+def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
+    """Fill the engine with S_tick from the state rows (a frame of one tick)."""
+    df = B.materialize_now(df) if hasattr(B, "materialize_now") else df
+    info = [r["info"] for r in B.rows(B.select(B.filter(df, B.col("kind") == B.lit("meta", OBJ)),
+                                               [B.col("info")]))]
+    check_meta(info, tick, cp)
+    ans = B.filter(df, B.col("kind") == B.lit("answer", OBJ))
+    parts = B.rows(B.unique(B.select(ans, [B.col("template"), B.col("pattern")])))
+    eng.S = [{} for _ in eng.templates]
+    for r in parts:
+        k, P = int(r["template"]), bits_pattern(int(r["pattern"]))
+        if k >= len(eng.templates):
+            raise LakeError(f"state of tick {tick} names template {k}, which this program has "
+                            f"not")
+        lay = eng.layouts[k]
+        items = []
+        for x in sorted(P):
+            src = "vals" if lay.kinds[x] == OBJ else "times"
+            items.append(B.alias(B.get_item(B.col(src), x), vcol(x)))
+        items += [B.col(c) for c in ("ev", "ng", "exp", "dlp", "unb", "born")]
+        sub = B.filter(ans, (B.col("template") == B.lit(k, INT)) &
+                       (B.col("pattern") == B.lit(pattern_bits(P), INT)))
+        eng.S[k][P] = B.materialize(B.select(sub, items))
+    facts = B.filter(df, B.col("kind") == B.lit("fact", OBJ))
+    for p, arity in eng.edb.items():
+        n = arity - 1
+        w = B.filter(facts, B.col("pred") == B.lit(p, OBJ))
+        eng.W[p] = B.materialize(B.select(w, [B.alias(B.get_item(B.col("args"), i), acol(i))
+                                              for i in range(n)] +
+                                          [B.alias(B.col("time"), "t"), B.col("wexp")]))
+    heads = B.filter(df, B.col("kind") == B.lit("answered", OBJ))
+    eng.answered.load((r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(
+        B.select(heads, [B.col("pred"), B.col("args"), B.col("time")])))
+    eng.tau = tick
+
+
+def check_meta(info: list, tick: int, cp: CompiledProgram) -> None:
+    if not info:
+        raise LakeError(f"the state of tick {tick} has no meta row (damaged or written by an "
+                        f"earlier layout: run `hypo lake migrate`)")
+    m = json.loads(info[0])
+    if m.get("format") != STATE_FORMAT:
+        raise LakeError(f"the state of tick {tick} has format {m.get('format')}; this version "
+                        f"reads {STATE_FORMAT} (run `hypo lake migrate`)")
+    if m.get("program") != cp.text_hash:
+        raise ProgramMismatch(f"state of tick {tick} was written by another program (sha256 "
+                              f"{str(m.get('program'))[:12]}); this lake's program is "
+                              f"{cp.text_hash[:12]}")
+
+
+# ------------------------------------------------------------------ Python views
+def rows_to_answers(cp: CompiledProgram, rows: Iterable[dict]) -> tuple[list, list]:
+    """(Answers, window Facts) of state rows (dicts)."""
+    tps = compile_templates(cp.queries)
+    answers, window = [], []
+    for r in rows:
+        if r["kind"] == "answer":
+            tp = tps[int(r["template"])]
+            P = bits_pattern(int(r["pattern"]))
+            b = []
+            for x in range(len(tp.names)):
+                if x not in P:
+                    b.append(None)
+                elif x in tp.time_vars:
+                    b.append(int(r["times"][x]))
+                else:
+                    b.append(r["vals"][x])
+            ev = frozenset(i for i in range(len(tp.lits)) if int(r["ev"]) >> i & 1)
+            answers.append(Answer(tp.tid, tuple(b), ev, decode_nogoods(r["ng"])))
+        elif r["kind"] == "fact":
+            window.append(Fact(r["pred"], tuple(r["args"]), int(r["time"])))
+    return answers, window
+
+
+def rows_to_answered(rows: Iterable[dict]) -> list[tuple]:
+    """(pred, args, time) of the remembered definite heads in state rows (exact.py)."""
+    return [(r["pred"], tuple(r["args"]), int(r["time"])) for r in rows
+            if r["kind"] == "answered"]
+
+
+def answer_state_rows(eng, answers: list, window: list, cp: CompiledProgram,
+                      answered: Iterable[tuple] = ()) -> list[dict]:
+    """State rows (dicts) for Answers, window facts and remembered definite heads
+    (pred, args, time, until), exp/dlp/unb recomputed (migration, the row executor)."""
+    from reasoning.columnar.fallback import row_meta
+
+    out = []
+    for a in answers:
+        tp = eng.templates[a.tid]
+        lay = eng.layouts[a.tid]
+        exp, dlp, unb = row_meta(eng, a.tid, a)
+        P = frozenset(i for i, v in enumerate(a.b) if v is not None)
+        full = len(a.ev) == len(tp.lits)
+        out.append({
+            "kind": "answer", "template": a.tid, "pattern": pattern_bits(P),
+            "vals": [a.b[x] if lay.kinds[x] == OBJ else None for x in range(len(a.b))],
+            "times": [a.b[x] if lay.kinds[x] == INT else None for x in range(len(a.b))],
+            "ev": sum(1 << i for i in a.ev), "ng": encode_nogoods(a.ng), "exp": exp,
+            "dlp": dlp, "unb": unb, "born": -1,
+            "status": "definite" if full else ("hypothetical" if a.ev else "pending")})
+    for f in window:
+        out.append({"kind": "fact", "pred": f.pred, "args": list(f.args), "time": f.time,
+                    "wexp": f.time + cp.delays.ground(f.pred, f.args)})
+    for p, args, t, until in answered:
+        out.append({"kind": "answered", "pred": p, "args": list(args), "time": t,
+                    "wexp": until})
+    out.append({"kind": "meta", "info": meta_info(cp)})
+    return [{c: r.get(c) for c in COLS} for r in out]

@@ -1,0 +1,918 @@
+"""The tick job: S_{τ-1} (partition τ-1 of the state table) × D|τ (partition τ of the facts
+table) → S_τ and the main query's answers, as one Spark plan with no Python on the rows.
+
+ 1. D|τ is read from the facts files of partition τ and validated in Spark SQL
+    (jobs/ingest/validate.py: the reasons `hypo run` gives, duplicates against the slice and the
+    window W); Great Expectations checks the same slice on the Spark DataFrame.
+ 2. S_{τ-1} is read from partition τ-1 of the state table (jobs/table/state.py) into the
+    tables of the set-at-a-time plan, one per (template, pattern).
+ 3. Algorithm 1 runs as that plan (reasoning/columnar/) on the Spark backend
+    (jobs/tick/spark_plan.py): every step a join, filter or aggregate in the JVM, the driver only
+    sequencing the waves of step 3.  The main query's answers are rendered by the same plan
+    (reasoning/columnar/render/answers.py) into the answers table's columns.
+ 4. Spark writes S_τ, the answers and the quarantine rows as Parquet; delta-rs commits them
+    (state: replace partition τ; answers and quarantine: replace partition τ), each
+    conditional on the version read at the start of the run.  Digests are order-independent
+    XORs of 64-bit row hashes computed by Spark over the written files.
+
+Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
+`local` runs the same plan on Polars in the driver (Spark's fixed cost per stage makes a
+small tick take seconds there, milliseconds here); `auto` (default) picks `local` while the
+tick fits the driver's memory on a local Spark master (where Spark would run on the same
+cores, 15× slower at 10⁶ facts), and on a cluster master up to HYPO_LAKE_LOCAL_MAX rows of
+S_{τ-1} + D|τ, `spark` above (choose_executor); `row` runs step 3 with the row engine on the
+driver (the reference, for comparison).  The tables are the same.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from reasoning.util.atomic import write_json
+from reasoning.language.compiler import CompiledProgram
+from schemas.lake import arrow_schema, spark_ddl
+
+from jobs.table import damage, delta
+from jobs.ingest.dq import empty_summary
+from jobs.errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
+                     library_error)
+from jobs.table.store import Lake, rerun_advice, rerunnable, stretch_of
+
+HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
+PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
+                "after_quarantine_commit", "before_done")
+EXECUTORS = ("auto", "spark", "local", "row")
+ANSWER_FILE_COLS = [n for n in arrow_schema("answers", with_partitions=False).names]
+QUAR_FILE_COLS = [n for n in arrow_schema("quarantine", with_partitions=False).names]
+STATE_FILE_COLS = [n for n in arrow_schema("state", with_partitions=False).names]
+
+
+def format_atom(obj: dict) -> str:
+    """The answer as an atom for people (reasoning.semantics.explain.format_atom_answer)."""
+    from reasoning.semantics.explain import format_atom_answer
+
+    return format_atom_answer(obj)
+
+
+try:
+    import resource as _resource  # the driver's peak memory (Unix only)
+except ImportError:
+    _resource = None
+
+
+class Timer:
+    """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes),
+    and the driver's peak resident memory during the tick after each phase (where the memory
+    goes): Linux's VmHWM, reset when the tick starts, so a process that runs many ticks
+    reports each tick's own peak; elsewhere the process's ru_maxrss."""
+
+    def __init__(self):
+        import time
+
+        self._now = time.perf_counter
+        self.t = self._now()
+        self.phases: dict[str, float] = {}
+        self.peaks: dict[str, float] = {}
+        self._hwm = _reset_peak()
+
+    def lap(self, name: str) -> None:
+        t = self._now()
+        self.phases[name] = round(self.phases.get(name, 0.0) + t - self.t, 4)
+        self.t = t
+        gb = _peak_gb(self._hwm)
+        if gb is not None:
+            self.peaks[name] = gb
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, e.g. `taskset`), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux ≥ 4.0); False elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_gb(hwm: bool) -> Optional[float]:
+    """The driver's peak resident memory in GiB: VmHWM since _reset_peak, or ru_maxrss."""
+    if hwm:
+        try:
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return round(int(line.split()[1]) / 2**20, 2)
+        except OSError:
+            pass
+    if _resource is None:
+        return None
+    kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss  # KiB (bytes on macOS)
+    return round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
+
+
+@dataclass
+class TickContext:
+    lake: Lake
+    tau: int
+    run: str
+    cp: CompiledProgram
+    executor: str = "auto"
+    master: str = ""  # the Spark master a Spark executor would run on (choose_executor)
+    used: str = ""
+    versions: dict = field(default_factory=dict)  # table -> version read at start
+    tables: dict = field(default_factory=dict)  # table -> DeltaTable at that version
+
+
+def fault(phase: str, tau: int) -> None:
+    """Fault injection: HYPO_LAKE_FAULT=<phase>[@<tick>] raises InjectedFault there
+    (HYPO_LAKE_FAULT_MODE=exit: the process dies with exit code 75 instead)."""
+    for h in list(HOOKS):
+        h(phase, tau)
+    spec = os.environ.get("HYPO_LAKE_FAULT")
+    if not spec:
+        return
+    name, _, at = spec.partition("@")
+    if name != phase or (at and int(at) != tau):
+        return
+    if os.environ.get("HYPO_LAKE_FAULT_MODE") == "exit":
+        os._exit(75)
+    raise InjectedFault(f"injected fault at {phase} of tick {tau}")
+
+
+def preflight(lake: Lake, tau: int, done: Optional[dict] = None, log=None,
+              needs_state: bool = True) -> None:
+    """Refuse a tick whose predecessor has not completed, or whose S_{τ-1} `hypo lake vacuum`
+    removed and no run has computed again since (before any Spark work).  log: the ticks
+    log if the caller has it; needs_state=False: the tick does not read S_{τ-1} (a quiet
+    stretch's replay)."""
+    from reasoning.stream.reader import MAX_TIME
+
+    if tau < 0:
+        raise TickOrderError(f"tick {tau} is negative")
+    if tau >= MAX_TIME:
+        raise TickOrderError(f"tick {tau} is not below 2^60 (ticks and times are)")
+    if done is None or (needs_state and log is None):
+        log = lake.ticks_log() if log is None else log
+        done = lake.done(log) if done is None else done
+    if needs_state and tau > 0 and tau - 1 in done:
+        cut = lake.state_from(log)
+        if not rerunnable(tau, cut) and done[tau - 1]["ts"] <= lake.vacuumed_at(log):
+            raise TickOrderError(
+                f"tick {tau} cannot run now: S_{tau - 1}, which it starts from, was removed by "
+                f"`hypo lake vacuum --keep-state` (the lake keeps S_τ from tick {cut} on); "
+                f"{rerun_advice(tau, cut)}")
+    if tau > 0 and tau - 1 not in done:
+        last = lake.last_tick(done)
+        q = stretch_of(done, tau - 1)
+        if q is not None:
+            raise TickOrderError(
+                f"tick {tau} cannot run after tick {tau - 1}: ticks {q[0]}..{q[1]} are a quiet "
+                f"stretch `hypo lake run` skipped (no facts, nothing to report), whose state "
+                f"was only rebuilt at tick {q[1]}; run `hypo lake run --from {q[0]} --to "
+                f"{max(tau, q[1] + 1)}`")
+        raise TickOrderError(
+            f"tick {tau} cannot run before tick {tau - 1} has completed (last completed tick: "
+            f"{last}); run `hypo lake run --from {last + 1} --to {tau}`")
+
+
+def state_layout_ok(lake: Lake, dt=None) -> None:
+    """Refuse a state table written by an earlier layout, naming the command that migrates."""
+    if "vals" not in delta.table_columns(dt if dt is not None else lake.table("state")):
+        raise LakeError(f"the state table of {lake.root} has the layout of an earlier version "
+                        f"(hypo-state/1); run `hypo lake migrate --lake {lake.root}` once, then "
+                        f"the tick again")
+
+
+def _prev_state(ctx: TickContext, done: dict, log) -> tuple[int, list[str]]:
+    """(state version of S_{τ-1} or -1, the Parquet files of its partition)."""
+    tau = ctx.tau
+    if tau == 0:
+        return -1, []
+    preflight(ctx.lake, tau, done, log)
+    v = done[tau - 1]["state_version"]
+    path = ctx.lake.path("state")
+    dt = delta.open_table(path, v)
+    hist_tick = _commit_tick(path, v)
+    if hist_tick is not None and hist_tick != tau - 1:
+        raise LakeError(f"state version {v} is tick {hist_tick}, not {tau - 1}: the ticks log "
+                        f"and the state table disagree")
+    files = []
+    for a in delta.add_actions(dt, tau - 1, tau - 1):
+        if a.get("partition.tick") == tau - 1:
+            full = os.path.join(path, a["path"])
+            broken = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
+            if broken:
+                raise delta.damaged_file(path, v, full, broken + f" (S_{tau - 1}, which tick "
+                                         f"{tau} starts from)")
+            files.append(full)
+    if not files:
+        raise LakeError(f"state version {v} has no partition tick={tau - 1}")
+    return v, files
+
+
+def _commit_tick(path: str, version: int) -> Optional[int]:
+    f = os.path.join(path, "_delta_log", f"{version:020d}.json")
+    if not os.path.exists(f):
+        return None
+    try:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                obj = json.loads(line)
+                if isinstance(obj, dict) and "commitInfo" in obj:
+                    t = obj["commitInfo"].get("tick")
+                    return None if t is None else int(t)
+    except (OSError, ValueError):  # damaged: delta-rs (open_table) reports it with its file
+        return None
+    return None
+
+
+_FACT_TYPES = {"pred": pa.string(), "args": pa.list_(pa.string()), "time": pa.int64(),
+               "source": pa.string(), "line": pa.int64(), "batch": pa.string()}
+
+
+def _facts_files(ctx: TickContext) -> tuple[list[str], list[dict]]:
+    """Files of partition τ of the facts table, and quarantine rows for files whose Parquet
+    schema cannot be read as facts (checked from the footers only)."""
+    dt = ctx.tables["facts"]
+    path = ctx.lake.path("facts")
+    good, bad = [], []
+    for a in delta.add_actions(dt, ctx.tau, ctx.tau):
+        if a.get("partition.tick") != ctx.tau:
+            continue
+        full = os.path.join(path, a["path"])
+        broken = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"))
+        if broken:  # a file the table refers to: the lake is damaged, not the producer's data
+            raise delta.damaged_file(path, dt.version(), full, broken)
+        why = None
+        try:
+            sch = pq.read_schema(full)
+            for name in ("pred", "args", "time"):
+                if name not in sch.names:
+                    why = f"facts file has no `{name}` column"
+                    break
+            if why is None:
+                for name, typ in _FACT_TYPES.items():
+                    if name in sch.names:
+                        got = sch.field(name).type
+                        if (got != typ and not (pa.types.is_list(got) and pa.types.is_list(typ)
+                                                and got.value_type == typ.value_type)):
+                            why = f"facts file column `{name}` is {got}, expected {typ}"
+                            break
+        except Exception as e:  # noqa: BLE001 - a damaged file of a producer
+            why = f"facts file is not readable Parquet ({type(e).__name__}: {str(e)[:200]})"
+        if why:
+            bad.append({"reason_code": "wrong_schema", "reason": why, "source": full, "line": 0,
+                        "raw": "", "raw_bytes": os.path.getsize(full) if os.path.exists(full)
+                        else None, "batch": ctx.run})
+        else:
+            good.append(full)
+    return good, bad
+
+
+LOCAL_FILE_ROWS = 250_000  # the local executor splits a table's file above twice this
+
+
+class LocalIO:
+    """The plan's frames in the driver's memory (Polars on Arrow); pyarrow writes them."""
+
+    name = "local"
+
+    def __init__(self):
+        from reasoning.columnar.backends.polars import PolarsBackend
+
+        self.B = PolarsBackend()
+
+    def read(self, files: list[str], kind: str):
+        """Polars' own Parquet reader, conformed to the table's schema (a column missing from
+        older files reads as nulls): half the time and memory of pyarrow + from_arrow, which
+        holds the Arrow table and its Polars copy at once."""
+        import polars as pl
+
+        target = _polars_schema(kind)
+        if not files:
+            return pl.DataFrame(schema=target)
+
+        def one(f: str):  # files may differ (a producer's extra or missing columns)
+            df = pl.read_parquet(f, hive_partitioning=False)
+            have = set(df.columns)
+            return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
+                              for c, t in target.items()])
+
+        return pl.concat([one(f) for f in files], how="vertical", rechunk=False)
+
+    def checkpoint(self, df):
+        return df
+
+    def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
+        """One Parquet file written by Polars (no Arrow copy of the frame), or for a large
+        frame one per CPU written by parallel threads."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        target = _polars_schema(kind)
+        df = df[list(target)]  # getitem: an eager select would align the columns' chunks
+        if df.schema != target:  # (a copy of the whole frame)
+            df = df.cast(target)
+        n = df.height
+        k = max(1, min(usable_cpus(), n // LOCAL_FILE_ROWS))
+        step = -(-n // k) if n else 0
+
+        def one(i: int):
+            fname = f"{name}.parquet" if k == 1 else f"{name}-{i:03d}.parquet"
+            rel = os.path.join(rel_dir, fname)
+            os.makedirs(os.path.join(table_dir, rel_dir), exist_ok=True)
+            part = df if k == 1 else df.slice(i * step, step)
+            part.write_parquet(os.path.join(table_dir, rel), compression="snappy",
+                               statistics=True)
+            return delta.file_action(table_dir, rel, pv)
+
+        if k == 1:
+            return [one(0)]
+        with ThreadPoolExecutor(k) as ex:
+            return list(ex.map(one, range(k)))
+
+
+def _polars_schema(kind: str) -> dict:
+    """The Polars dtypes of a table's file columns (partition columns excluded)."""
+    import polars as pl
+
+    return dict(pl.from_arrow(arrow_schema(kind, with_partitions=False).empty_table()).schema)
+
+
+class SparkIO:
+    """The plan as Spark SQL over DataFrames (jobs/tick/spark_plan.py); Spark writes them."""
+
+    name = "spark"
+
+    def __init__(self, spark):
+        from jobs.tick.spark_plan import SparkBackend
+
+        self.spark = spark
+        self.B = SparkBackend(spark)
+
+    def read(self, files: list[str], kind: str):
+        ddl = spark_ddl(kind, with_partitions=False)
+        if not files:
+            return self.spark.createDataFrame([], ddl)
+        return self.spark.read.schema(ddl).parquet(*files)
+
+    def checkpoint(self, df):
+        return self.B.materialize_now(df)
+
+    def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
+        df.write.mode("overwrite").parquet(os.path.join(table_dir, rel_dir))
+        return delta.dir_actions(table_dir, rel_dir, pv)
+
+
+def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
+    """(rows, order-independent digest: XOR of the 64-bit hashes of the rows, status counts)
+    of Parquet files — computed the same way whichever executor wrote them."""
+    import polars as pl
+
+    if not paths:
+        return 0, delta.digest_hex(0), {}
+    df = pl.read_parquet(paths, columns=cols + (["status"] if "status" not in cols else []))
+    if df.height == 0:
+        return 0, delta.digest_hex(0), {}
+    import numpy as np
+
+    # XOR-reduced in numpy: the same bits as a Python loop over the rows (2.8 · 10⁶ state
+    # rows at 10⁶ facts a tick took ~0.5 s that way)
+    acc = int(np.bitwise_xor.reduce(df.select(cols).hash_rows(seed=7).to_numpy()))
+    st = df.get_column("status").value_counts()
+    return df.height, delta.digest_hex(acc), dict(zip(st.get_column("status").to_list(),
+                                                      st.get_column("count").to_list()))
+
+
+# the local executor's peak driver memory per row of S_{τ-1} + D|τ: measured 410 B at 10⁶
+# facts a tick (3.8 · 10⁶ rows, 1.55 GB over the process's 0.6 GB), 280 B at 10⁷ (3.8 · 10⁷
+# rows, 10.7 GB) with bench/pipeline.py
+LOCAL_BYTES_PER_ROW = 400
+LOCAL_MEMORY_SHARE = 0.8  # of the memory available when the tick starts
+CLUSTER_LOCAL_MAX = 500_000  # rows on the driver otherwise (Spark's per-stage cost below)
+
+
+def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
+    """auto: the plan on the driver (Polars) or on Spark.  HYPO_LAKE_LOCAL_MAX, if set: the
+    driver up to that many rows of S_{τ-1} + D|τ.  Otherwise, on a local master (local,
+    local[N]: Spark would share the driver's cores, and its per-stage cost makes it 15×
+    slower at 10⁶ facts a tick) the driver while the tick's estimated peak
+    (LOCAL_BYTES_PER_ROW) fits LOCAL_MEMORY_SHARE of the memory available; on a cluster
+    master (or where the memory is unknown) the driver up to CLUSTER_LOCAL_MAX rows."""
+    if ctx.executor != "auto":
+        return ctx.executor
+    rows = prev_rows + fact_rows
+    env = os.environ.get("HYPO_LAKE_LOCAL_MAX")
+    if env:
+        return "local" if rows <= int(env) else "spark"
+    master = ctx.master or ""
+    avail = available_memory() if master == "local" or master.startswith("local[") else None
+    if avail is not None:
+        return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
+    return "local" if rows <= CLUSTER_LOCAL_MAX else "spark"
+
+
+def available_memory() -> Optional[int]:
+    """Bytes this process may still allocate: MemAvailable, capped by the cgroup's limit
+    (a container's memory.max less what the cgroup uses); None where neither is known."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            lim = fh.read().strip()
+        if lim != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                free = int(lim) - int(fh.read().strip())
+            avail = free if avail is None else min(avail, free)
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
+            bad_files: list[dict], tm: "Timer") -> dict:
+    """Steps 1-4 up to (not including) the commits; returns what the commits need."""
+    from reasoning.columnar.layout import INT, OBJ
+    from reasoning.util.gcpause import frozen_survivors
+    from reasoning.semantics.patterns import Fact
+
+    from jobs.tick.job import confidence
+    from jobs.table.state import STATE_KINDS, load_state, state_frame
+    from jobs.ingest.dq import GX_COLUMNS
+    from jobs.ingest.validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary, with_duplicates,
+                           with_hints, with_reasons)
+
+    lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
+    io = SparkIO(spark()) if ctx.used == "spark" else LocalIO()
+    B = io.B
+    prev = io.read(prev_files, "state") if prev_files else None
+    # ---- 1. D|τ, validated
+    raw = io.read(facts_files, "facts")
+    raw = B.select(raw, [B.alias(B.lit(tau, INT), "tick")] +
+                   [B.col(c) for c in ("pred", "args", "time", "source", "line", "batch")])
+    v = with_reasons(B, raw, cp, tau)
+    window = B.filter(prev, (B.col("kind") == B.lit("fact", OBJ)) &
+                      (B.col("wexp") > B.lit(tau, INT))) if prev is not None else None
+    v = io.checkpoint(with_duplicates(B, v, window, tau))
+    del raw, window  # frames are released as soon as they are used: the driver's peak memory
+    code = B.col("reason_code")
+    cnt = B.rows(B.group_agg(B.select(v, [B.alias(B.coalesce([code, B.lit("", OBJ)]), "_code"),
+                                          B.alias(B.lit(1, INT), "_one")]),
+                             ["_code"], {"n": B.agg_sum(B.col("_one"))}))
+    by = {r["_code"]: int(r["n"]) for r in cnt}
+    if by.get("unknown_predicate"):
+        v = io.checkpoint(with_hints(B, v, cp))
+    n_slice = sum(by.values())
+    n_dup = by.get("duplicate", 0)
+    n_ign = by.get("ignored", 0)
+    n_rej = n_slice - n_dup - n_ign - by.get("", 0)
+    beside = None  # GX checks the slice on a thread while the local executor's engine runs
+    if not n_slice:
+        dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
+    elif io.name == "local" and GX_BESIDE and n_slice <= GX_CHUNK_ROWS and usable_cpus() > 1:
+        # (on one CPU the two threads would only take turns; the thread holds the six checked
+        # columns only; above one chunk of rows the checks' pandas copies would add to the
+        # engine's peak memory: GX then runs first, as it does on the Spark executor)
+        gx_cols = B.select(v, [B.col(c) for c in GX_COLUMNS])
+        beside = GXBeside(functools.partial(gx_summary, B, gx_cols, cp, lake.program_id(),
+                                            n_slice))
+        del gx_cols
+    else:
+        dq = gx_summary(B, v, cp, lake.program_id(), n_slice)
+    try:
+        q = _quarantine_frame(B, v) if n_rej + n_dup else None
+        tm.lap(f"validate ({io.name}{' + GX' if beside is None else ''})")
+        fault("after_validate", tau)
+        good = B.filter(v, B.is_null(code))
+        del v
+        # ---- 2./3. Algorithm 1
+        conf_on = confidence.enabled(lake.program_info)
+        has_prev = prev is not None
+        prev_model = confidence.previous_model(B, prev) if conf_on else None
+        answers_df = None
+        if ctx.used == "row":  # objs: the main query's answers (every query's with confidence)
+            state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
+            if not conf_on:
+                answers_df = _answers_frame(B, objs)
+        else:
+            from reasoning.columnar import ColumnarEngine
+            from reasoning.columnar.render.answers import Renderer
+
+            eng = ColumnarEngine(cp, backend=B)
+            if prev is not None:
+                load_state(B, eng, prev, tau - 1, cp)
+            del prev
+            D = {p: B.select(B.filter(good, B.col("pred") == B.lit(p, OBJ)),
+                             [B.alias(B.get_item(B.col("args"), i), f"a{i}")
+                              for i in range(arity - 1)] + [B.alias(B.col("time"), "t")])
+                 for p, arity in sorted(eng.edb.items())}
+            if not conf_on:
+                del good
+            rep = eng.step(D, tau, snapshot=False, clean=True)
+            del D
+            ren = Renderer(eng)
+            if conf_on:  # every query's answers, for the model; the main ones get confidences
+                lines = ren.lines(rep.frames, tau, True, True)
+                with frozen_survivors():
+                    objs = [json.loads(x) for x in lines]
+            else:
+                answers_df = ren.lines(rep.frames, tau, False, True, table=True)
+            state_df = state_frame(B, eng, cp)
+            del eng, rep, ren
+        tm.lap(f"engine ({ctx.used})")
+        if beside is not None:
+            dq = beside.result()
+            tm.lap("GX (the wait for it after the engine)")
+        if conf_on:  # 002 §8: the arrival model continued from S_{τ-1} (jobs/tick/confidence.py)
+            with frozen_survivors():
+                facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in
+                         B.rows(B.select(good, [B.col("pred"), B.col("args"), B.col("time")]))]
+                conf = confidence.tick_confidence(cp, prev_model, tau, facts, objs,
+                                                  has_prev=has_prev)
+                main_q = str(cp.main.atom)
+                answers_df = _answers_frame(B, [o for o in objs if o["query"] == main_q], conf)
+                model = B.from_rows([confidence.model_row(conf)],
+                                    {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
+            state_df = B.concat([state_df, model])
+            tm.lap("confidence (driver)")
+        # ---- 4. the files (uncommitted until the commits)
+        tag = f"{tau:08d}-{run}"
+        state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
+        q_dir = f"tick={tau}/stage=tick/r-{run}"
+        state_actions = io.write(B.select_cols(state_df, list(STATE_FILE_COLS)),
+                                 lake.path("state"), state_dir, "state", {"tick": str(tau)},
+                                 f"state-{tag}")
+        tm.lap("write state")
+        answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
+        tm.lap("write answers")
+        del state_df, answers_df
+        q_actions = []
+        if q is not None:
+            q_actions = io.write(q, lake.path("quarantine"), q_dir, "quarantine",
+                                 {"tick": str(tau), "stage": "tick"}, f"quarantine-{tag}")
+        if bad_files:
+            qt = pa.Table.from_pylist([{k: r.get(k) for k in QUAR_FILE_COLS} for r in bad_files],
+                                      schema=arrow_schema("quarantine", with_partitions=False))
+            q_actions.append(delta.write_file(lake.path("quarantine"), "quarantine", qt, q_dir,
+                                              {"tick": str(tau), "stage": "tick"},
+                                              name=f"files-{tag}.parquet"))
+        tm.lap("write quarantine")
+        n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
+                                         for a in state_actions], STATE_FILE_COLS)
+        n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
+                                        for a in answer_actions], ["json"])
+        tm.lap("digests")
+        counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
+                  "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign, "quarantined": n_rej + n_dup + len(bad_files),
+                  "state_rows": n_state, "answers": n_ans, "definite": st.get("definite", 0),
+                  "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
+                  "executor": ctx.used}
+        if io.name == "spark":
+            counts["spark_jobs_on_driver"] = B.actions
+        return {"state_actions": state_actions, "answer_actions": answer_actions,
+                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
+                "state_digest": sdig, "answers_digest": adig}
+    except BaseException:
+        if beside is not None:
+            beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
+        raise
+
+
+def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str) -> list:
+    """The answers table's files of one tick (uncommitted add actions; none if no answers)."""
+    from reasoning.columnar.layout import FLOAT, OBJ
+
+    if answers_df is None:
+        return []
+    B = io.B
+    ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
+    have = set(B.columns(answers_df))
+    items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
+             B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
+             B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
+    return io.write(B.select(answers_df, items), lake.path("answers"), ans_dir, "answers",
+                    {"tick": str(tau)}, f"answers-{tag}")
+
+
+def _quarantine_frame(B, v):
+    """The slice's rejected and duplicate rows (not `ignored`) as quarantine rows, with the
+    fact's text rebuilt from its columns."""
+    from reasoning.columnar.layout import INT, OBJ
+    from reasoning.columnar.render.answers import BARE
+
+    def cfmt(e):
+        return B.when(B.str_matches(e, BARE), e, B.concat_str(
+            [B.lit('"', OBJ), B.str_replace(B.str_replace(e, "\\", "\\\\"), '"', '\\"'),
+             B.lit('"', OBJ)]))
+
+    code = B.col("reason_code")
+    raw_txt = B.concat_str([B.col("pred"), B.lit("(", OBJ), B.list_join(B.list_concat(
+        B.list_eval(B.coalesce([B.col("args"), B.empty_list()]), cfmt),
+        B.typed_list([B.coalesce([B.to_str(B.col("time")), B.lit("?", OBJ)])], OBJ)), ", "),
+        B.lit(")", OBJ)])
+    return B.select(B.filter(v, B.not_null(code) & (code != B.lit("ignored", OBJ))), [
+        B.col("reason_code"), B.col("reason"), B.col("source"), B.col("line"),
+        B.alias(B.coalesce([raw_txt, B.lit("", OBJ)]), "raw"),
+        B.alias(B.null(INT), "raw_bytes"), B.col("pred"), B.col("args"), B.col("time"),
+        B.col("batch")])
+
+
+def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
+    """Step 3 with the row engine on the driver (the reference): S_{τ-1} and D|τ collected,
+    Engine.step; S_τ as a frame with the same columns, and the answer objects of the main
+    query (of every query with all_queries), pending included."""
+    from reasoning.row.engine import Engine
+    from reasoning.semantics.explain import Explainer
+    from reasoning.semantics.patterns import Fact
+    from reasoning.run.session import answers_at
+
+    from jobs.table.state import check_meta, rows_to_answered, rows_to_answers
+
+    cp, tau = ctx.cp, ctx.tau
+    eng = Engine(cp)
+    eng.tau = tau - 1
+    if prev is not None:
+        rows = B.rows(prev)
+        check_meta([r["info"] for r in rows if r["kind"] == "meta"], tau - 1, cp)
+        answers, window = rows_to_answers(cp, rows)
+        for f in window:
+            eng.window[(f.pred, f.time)].add(f.args)
+            eng.window_expiry[f.time + cp.delays.ground(f.pred, f.args)].add(f)
+        for a in answers:
+            eng.add(a, tau - 1)
+        eng.answered.load(rows_to_answered(rows))
+        eng._info.clear()
+        eng.fresh_definite = set()
+        for a in [a for a in eng.answers if eng.is_definite(a)]:
+            lag = eng.retention.get(eng.templates[a.tid].head.pred)
+            _, ht = eng.templates[a.tid].head.instantiate(a.b)
+            if lag is not None and ht is not None:
+                eng.retire[max(ht + lag, tau)].add(a)
+    facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(good)]
+    rep = eng.step(facts, tau)
+    objs = answers_at(Explainer(eng), tau, rep.snapshot, all_queries, True, False)
+    return _row_state(B, eng, cp), objs
+
+
+def _row_state(B, eng, cp: CompiledProgram):
+    """S_τ of the row engine `eng` (answers, window W, remembered definite heads) as a frame
+    with the state table's columns."""
+    from reasoning.columnar import ColumnarEngine
+    from reasoning.semantics.patterns import Fact
+
+    from jobs.table.state import STATE_KINDS, answer_state_rows
+
+    window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
+    srows = answer_state_rows(ColumnarEngine(cp), list(eng.answers), window, cp,
+                              eng.answered.items())
+    return B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
+
+
+def _answers_frame(B, objs: list[dict], conf=None):
+    """The answers table's columns (before renaming: akey, skey, line) of answer objects
+    (None if there are none), with their confidences when `conf` (reasoning/insight/confidence.py
+    Confidence) is given: the row executor's, and any executor's in a lake made with
+    --confidence."""
+    from reasoning.columnar.layout import FLOAT, INT, OBJ, STRLIST
+    from reasoning.semantics.explain import answer_key_text
+    from reasoning.insight.confidence import line_with_confidence
+    from reasoning.semantics.explain import format_atom_answer
+
+    def dumps(x, **kw):
+        return json.dumps(x, ensure_ascii=False, **kw)
+
+    rows = []
+    for o in objs:
+        c = None if conf is None else conf.of(o)
+        rows.append({
+            "query": o["query"], "status": o["status"],
+            "substitution": dumps(o["substitution"], sort_keys=True),
+            "excluded": dumps(o["excluded"], sort_keys=True),
+            "excluded_combinations": dumps(o["excluded_combinations"], sort_keys=True)
+            if "excluded_combinations" in o else None,
+            "evidence": o["evidence"], "hypotheses": o["hypotheses"],
+            "deadline": o["deadline"], "atom": format_atom_answer(o),
+            "akey": answer_key_text(o), "skey": dumps(o, sort_keys=True),
+            "line": dumps(o) if c is None else line_with_confidence(o, c),
+            "confidence": None if c is None else round(c, 3)})
+    schema = {"query": OBJ, "status": OBJ, "substitution": OBJ, "excluded": OBJ,
+              "excluded_combinations": OBJ, "evidence": STRLIST, "hypotheses": STRLIST,
+              "deadline": INT, "atom": OBJ, "akey": OBJ, "skey": OBJ, "line": OBJ,
+              "confidence": FLOAT}
+    return B.from_rows(rows, schema) if rows else None
+
+
+def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
+             master: str = "", log: Optional[list[dict]] = None) -> dict:
+    """One tick, committed phase by phase (see module doc); returns the tick's summary.
+    spark: returns the Spark session (called only if the tick runs on Spark); master: the
+    master it runs on (for `auto`); log: the ticks log if the caller just read it."""
+    lake.require()
+    if executor not in EXECUTORS:
+        raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
+    cp = lake.program
+    tm = Timer()
+    run = uuid.uuid4().hex[:12]
+    ctx = TickContext(lake, tau, run, cp, executor, master)
+    # versions read at the start: every commit of this run is conditional on them
+    for k in ("facts", "state", "answers", "quarantine", "dq"):
+        ctx.tables[k] = lake.table(k)
+        ctx.versions[k] = ctx.tables[k].version()
+    state_layout_ok(lake, ctx.tables["state"])
+    log = lake.ticks_log() if log is None else log
+    done = lake.done(log)
+    prev_v, prev_files = _prev_state(ctx, done, log)
+    facts_files, bad_files = _facts_files(ctx)
+    ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
+    lake.log(tau, run, "start", facts_version=ctx.versions["facts"], prev_state_version=prev_v)
+    tm.lap("plan (delta logs)")
+    try:
+        r = compute(spark, ctx, prev_files, facts_files, bad_files, tm)
+    except Exception as e:  # a reader failed inside a file: name the file, not the library
+        if library_error(e):
+            _damaged_input(ctx, prev_v, prev_files, facts_files)
+        raise
+    fault("after_compute", tau)
+    md = {"tick": str(tau), "run": run, "program": cp.text_hash}
+    what = f"tick {tau} is being written by another run"
+    try:
+        sv = delta.commit(ctx.tables["state"], "state", r["state_actions"], mode="overwrite",
+                          partition_filters=[("tick", "=", str(tau))],
+                          metadata={**md, "prev_state_version": str(prev_v),
+                                    "facts_version": str(ctx.versions["facts"]),
+                                    "digest": r["state_digest"]}, what=what)
+    except ConcurrentTickError as e:
+        raise ConcurrentTickError(f"{e}; nothing of this run was committed") from None
+    lake.log(tau, run, "state", facts_version=ctx.versions["facts"], prev_state_version=prev_v,
+             state_version=sv, state_digest=r["state_digest"])
+    fault("after_state_commit", tau)
+    av = delta.commit(ctx.tables["answers"], "answers", r["answer_actions"], mode="overwrite",
+                      partition_filters=[("tick", "=", str(tau))],
+                      metadata={**md, "digest": r["answers_digest"]}, what=what)
+    lake.log(tau, run, "answers", state_version=sv, answers_version=av,
+             answers_digest=r["answers_digest"])
+    fault("after_answers_commit", tau)
+    qv = -1
+    qt = lake.table("quarantine")
+    if r["quarantine_actions"] or _has_partition(qt, tau, "tick"):
+        delta.commit(qt, "quarantine", r["quarantine_actions"], mode="overwrite",
+                     partition_filters=[("tick", "=", str(tau)), ("stage", "=", "tick")],
+                     metadata=md, exclusive=False, what=what)
+        qv = lake.table("quarantine").version()
+    fault("after_quarantine_commit", tau)
+    _write_dq(lake, tau, run, r["dq"], r["counts"], ctx.tables["dq"])
+    fault("before_done", tau)
+    tm.lap("commits")
+    summary = {"tick": tau, "run": run, "facts_version": ctx.versions["facts"],
+               "prev_state_version": prev_v, "state_version": sv, "answers_version": av,
+               "quarantine_version": qv, "state_digest": r["state_digest"],
+               "answers_digest": r["answers_digest"], "counts": r["counts"]}
+    lake.log(tau, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
+    tm.lap("commits")
+    summary["seconds"] = tm.phases
+    summary["driver_peak_gb"] = tm.peaks
+    return summary
+
+
+def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
+    """Skip the quiet stretch first..last (reasoning.run.session.quiet_stretch): no tick of it is
+    computed; S_last is rebuilt by the row engine from ∅ over the ticks start..last without
+    facts and committed as partition tick=last of state (with its main-query answers, all
+    pending) in one run, which clears any older partition of the stretch; the ticks log
+    gets one `done` row at `last` whose counts carry `quiet_from`.  The caller checked that
+    the facts table has no row in first..last and that ticks first-margin..first-1 were
+    quiet."""
+    from reasoning.row.engine import Engine
+    from reasoning.semantics.explain import Explainer
+    from reasoning.run.session import answers_at
+
+    lake.require()
+    cp = lake.program
+    tm = Timer()
+    run = uuid.uuid4().hex[:12]
+    tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
+    versions = {k: t.version() for k, t in tables.items()}
+    state_layout_ok(lake, tables["state"])
+    preflight(lake, first, needs_state=False)  # replayed from ∅
+    lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
+    eng = Engine(cp)
+    eng.tau = start - 1
+    rep = None
+    for t in range(start, last + 1):
+        rep = eng.step([], t)
+    objs = answers_at(Explainer(eng), last, rep.snapshot, False, True, False)
+    shown = [o for o in objs if o["status"] != "pending"]
+    if shown:  # cannot happen (quiet_margin); refuse rather than commit a wrong stretch
+        raise LakeError(f"internal error: the replay of the quiet stretch {first}..{last} "
+                        f"ends with {len(shown)} non-pending answer(s); run the ticks one by "
+                        f"one (`hypo lake tick`)")
+    io = LocalIO()
+    B = io.B
+    state_df = _row_state(B, eng, cp)
+    tm.lap(f"replay of ticks {start}..{last} (row engine, no facts)")
+    tag = f"{last:08d}-{run}"
+    state_actions = io.write(state_df, lake.path("state"), f"tick={last}/v-{tag}", "state",
+                             {"tick": str(last)}, f"state-{tag}")
+    answer_actions = _write_answers(io, _answers_frame(B, objs) if objs else None, lake, last,
+                                    f"tick={last}/r-{run}", tag)
+    n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
+                                     for a in state_actions], STATE_FILE_COLS)
+    n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
+                                    for a in answer_actions], ["json"])
+    tm.lap("write state and answers")
+    md = {"tick": str(last), "run": run, "program": cp.text_hash, "quiet_from": str(first)}
+    what = f"tick {last} is being written by another run"
+    commits = {}
+    for kind, acts in (("state", state_actions), ("answers", answer_actions)):
+        old = sorted({int(a["partition.tick"])
+                      for a in delta.add_actions(tables[kind], first, last)} | {last})
+        try:
+            commits[kind] = delta.commit(
+                tables[kind], kind, acts, mode="overwrite",
+                partition_filters=[("tick", "in", [str(x) for x in old])],
+                metadata={**md, "prev_state_version": "-1",
+                          "facts_version": str(versions["facts"])}, what=what)
+        except ConcurrentTickError as e:
+            raise ConcurrentTickError(f"{e}; the quiet stretch {first}..{last} is not "
+                                      f"complete (run it again)") from None
+    tm.lap("commits")
+    counts = {"facts": 0, "rejected": 0, "duplicates": 0, "ignored": 0, "accepted": 0,
+              "quarantined": 0, "state_rows": n_state, "answers": n_ans,
+              "definite": st.get("definite", 0), "hypothetical": st.get("hypothetical", 0),
+              "pending": st.get("pending", 0), "executor": "row", "quiet_from": first,
+              "replayed_from": start}
+    summary = {"tick": last, "run": run, "facts_version": versions["facts"],
+               "prev_state_version": -1, "state_version": commits["state"],
+               "answers_version": commits["answers"], "quarantine_version": -1,
+               "state_digest": sdig, "answers_digest": adig, "counts": counts}
+    lake.log(last, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
+    summary["seconds"] = tm.phases
+    summary["driver_peak_gb"] = tm.peaks
+    return summary
+
+
+def _damaged_input(ctx: TickContext, prev_v: int, prev_files: list[str],
+                   facts_files: list[str]) -> None:
+    """After a failed compute: raise LakeDamaged naming the first input file whose data does
+    not decode (its size and footer were checked before the tick started), if any."""
+    for kind, version, files in (("state", prev_v, prev_files),
+                                 ("facts", ctx.versions.get("facts"), facts_files)):
+        for full in files:
+            why = damage.data_file_problem(full, deep=True)
+            if why:
+                where = (f"S_{ctx.tau - 1}, which tick {ctx.tau} starts from" if kind == "state"
+                         else f"slice {ctx.tau}")
+                raise delta.damaged_file(ctx.lake.path(kind), version, full,
+                                         f"{why} ({where})", damage.VERIFY_DEEP_HINT)
+
+
+def _rows_of(files: list[str]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def _has_partition(dt, tau: int, stage: str) -> bool:
+    return bool(dt.file_uris(file_pruning_predicate=[("tick", "=", str(tau)),
+                                                     ("stage", "=", stage)]))
+
+
+def _write_dq(lake: Lake, tau: int, run: str, summary: list[dict], counts: dict,
+              dq=None) -> None:
+    """The tick's data-quality record (dq: the table as read at the tick's start; the
+    commit is not conditional on its version)."""
+    d = os.path.join(lake.meta_dir, "dq")
+    os.makedirs(d, exist_ok=True)
+    doc = {"tick": tau, "run": run, "success": all(s["success"] for s in summary),
+           "rows": counts.get("facts", 0), "rejected": counts.get("rejected", 0),
+           "expectations": summary}
+    write_json(os.path.join(d, f"tick={tau}.json"), doc, indent=2, sort_keys=True)
+    rows = [{"tick": tau, "run": run, **s} for s in summary]
+    dq = lake.table("dq") if dq is None else dq
+    acts = []
+    if rows:
+        t = pa.Table.from_pylist(rows, schema=arrow_schema("dq"))
+        acts.append(delta.write_file(lake.path("dq"), "dq", t, f"tick={tau}", {"tick": str(tau)},
+                                     name=f"dq-{run}.parquet"))
+    delta.commit(dq, "dq", acts, mode="overwrite", partition_filters=[("tick", "=", str(tau))],
+                 metadata={"tick": str(tau), "run": run}, exclusive=False)

@@ -1,0 +1,156 @@
+"""One Spark session per process (local mode by default, `--master` for a cluster)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_MASTER = "local[2]"
+_LOG4J = """status = error
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%notEmpty{ (%ex{short.message})}%n
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+"""
+_shipped: set = set()
+# printed by the JVM at every start because Spark's launcher adds
+# --add-modules=jdk.incubator.vector; Airflow logs it as an error (issue 14.5)
+HARMLESS_JVM_LINES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered():
+    """While the JVM is launched, fd 2 is a pipe that a daemon thread copies to the real
+    stderr, minus HARMLESS_JVM_LINES: the JVM keeps that pipe as its stderr, Python gets its
+    own fd 2 back.  Everything else the JVM prints still appears."""
+    try:
+        r, w = os.pipe()
+        out = os.dup(2)
+        keep = os.dup(2)
+    except OSError:
+        yield
+        return
+
+    def pump() -> None:
+        with os.fdopen(r, "rb", buffering=0) as f:
+            for line in iter(f.readline, b""):
+                if line.rstrip(b"\r\n") in HARMLESS_JVM_LINES:
+                    continue
+                try:
+                    os.write(out, line)
+                except OSError:
+                    pass
+
+    threading.Thread(target=pump, name="jvm-stderr", daemon=True).start()
+    sys.stderr.flush()
+    os.dup2(w, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(keep, 2)
+        os.close(keep)
+        os.close(w)
+
+
+def _log4j_file() -> str:
+    p = Path(tempfile.gettempdir()) / "hypo-lake-log4j2.properties"
+    if not p.exists() or p.read_text() != _LOG4J:
+        p.write_text(_LOG4J)
+    return str(p)
+
+
+def active():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def planned_master(master: Optional[str] = None) -> str:
+    """The master a session(master) call would run on, without starting Spark: the running
+    session's (if any and none is asked for), else master, HYPO_SPARK_MASTER or the
+    default."""
+    if master:
+        return master
+    if "pyspark.sql" in sys.modules:  # a session can only be running if pyspark is loaded
+        cur = sys.modules["pyspark.sql"].SparkSession.getActiveSession()
+        if cur is not None:
+            return cur.sparkContext.master
+    return os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
+
+
+def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = None):
+    """The process's Spark session: reused if one is running (its master wins unless a
+    different one is asked for explicitly, which restarts it)."""
+    from pyspark.sql import SparkSession
+
+    cur = SparkSession.getActiveSession()
+    if cur is not None:
+        if master is None or cur.sparkContext.master == master:
+            return cur
+        cur.stop()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    root = str(Path(__file__).resolve().parents[2])
+    pp = os.environ.get("PYTHONPATH", "")
+    if root not in pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+    master = master or os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
+    parts = shuffle_partitions or int(os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
+    log4j = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
+    b = (SparkSession.builder.master(master).appName("hypo-lake")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", str(parts))
+         .config("spark.default.parallelism", str(parts))
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         # the plan's joins see checkpointed inputs without size statistics: adaptive
+         # execution turns the small sides into broadcasts and coalesces tiny partitions
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.driver.memory", os.environ.get("HYPO_SPARK_DRIVER_MEMORY", "4g"))
+         .config("spark.driver.extraJavaOptions", log4j)
+         .config("spark.executor.extraJavaOptions", log4j)
+         .config("spark.python.worker.reuse", "true")
+         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+         .config("spark.executorEnv.GX_ANALYTICS_ENABLED", "false"))
+    for kv in filter(None, os.environ.get("HYPO_SPARK_CONF", "").split(",")):
+        k, _, v = kv.partition("=")
+        b = b.config(k.strip(), v.strip())
+    with _jvm_stderr_filtered():
+        spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        ship_code(spark)
+    return spark
+
+
+def ship_code(spark) -> None:
+    """For a cluster: send reasoning/, jobs/ and schemas/ to the executors as a zip."""
+    root = Path(__file__).resolve().parents[2]
+    key = str(root)
+    if key in _shipped:
+        return
+    out = Path(tempfile.mkdtemp(prefix="hypo-code-")) / "hypo_code.zip"
+    with zipfile.ZipFile(out, "w") as z:
+        for pkg in ("reasoning", "jobs", "schemas"):
+            for f in (root / pkg).rglob("*"):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    z.write(f, f.relative_to(root))
+    spark.sparkContext.addPyFile(str(out))
+    _shipped.add(key)

@@ -1,0 +1,483 @@
+"""The set-at-a-time plan of Algorithm 1 (reasoning/columnar/) on Spark: the backend interface
+of reasoning/columnar/backends/polars.py with every expression written as Spark SQL text and every
+frame operation a DataFrame operation over it, so each join, filter, aggregate and list
+operation of a tick runs in the JVM — no Python UDF sees a fact or state row.  The driver
+only builds the plan and reads small results (the distinct times of a wave of step 3,
+whether a template's answers carry nogoods, counts).
+
+Expressions are SQL text (class X, with Python operators) rather than PySpark Column
+objects: a Column is a JVM object and every operator on it a round trip to the JVM
+(~29 000 per tick of Example 13, 30 s); SQL text crosses once per DataFrame operation.
+
+Emptiness: `is_empty` is exact for frames built on the driver and answers "maybe not empty"
+otherwise, which the plan treats as "do the work" (an empty input gives an empty output);
+where the plan needs the truth it asks `exists`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from reasoning.columnar.layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
+
+_TYPES = {OBJ: "STRING", INT: "BIGINT", BOOL: "BOOLEAN", STRLIST: "ARRAY<STRING>",
+          INTLIST: "ARRAY<BIGINT>", FLOAT: "DOUBLE"}
+_DDL = {OBJ: "string", INT: "bigint", BOOL: "boolean", STRLIST: "array<string>",
+        INTLIST: "array<bigint>", FLOAT: "double"}
+
+
+def sql_str(s: str) -> str:
+    """A Spark SQL string literal for any text."""
+    if all(c.isalnum() or c in " _-.:,()*[]{}/#@+=<>!?|&^%$~" for c in s) and s.isascii():
+        return "'" + s + "'"
+    return "CAST(X'" + s.encode("utf-8").hex() + "' AS STRING)"
+
+
+def sql(o: Any) -> str:
+    if isinstance(o, X):
+        return o.s
+    if o is None:
+        return "NULL"
+    if isinstance(o, bool):
+        return "TRUE" if o else "FALSE"
+    if isinstance(o, int):
+        return f"{o}L"
+    if isinstance(o, str):
+        return sql_str(o)
+    raise TypeError(f"no SQL literal for {o!r}")
+
+
+class X:
+    """A Spark SQL expression (text) with the operators the plan uses."""
+
+    __slots__ = ("s", "name")
+
+    def __init__(self, s: str, name: Optional[str] = None):
+        self.s = s
+        self.name = name
+
+    def _b(self, op: str, o: Any) -> "X":
+        return X(f"({self.s} {op} {sql(o)})")
+
+    def __add__(self, o):
+        return self._b("+", o)
+
+    def __sub__(self, o):
+        return self._b("-", o)
+
+    def __mul__(self, o):
+        return self._b("*", o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._b("=", o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._b("<>", o)
+
+    def __lt__(self, o):
+        return self._b("<", o)
+
+    def __le__(self, o):
+        return self._b("<=", o)
+
+    def __gt__(self, o):
+        return self._b(">", o)
+
+    def __ge__(self, o):
+        return self._b(">=", o)
+
+    def __and__(self, o):
+        return self._b("AND", o)
+
+    def __or__(self, o):
+        return self._b("OR", o)
+
+    def __invert__(self):
+        return X(f"(NOT {self.s})")
+
+    __hash__ = object.__hash__
+
+    def select_item(self) -> str:
+        return f"{self.s} AS `{self.name}`" if self.name else self.s
+
+
+def fn(name: str, *args: Any) -> X:
+    return X(f"{name}({', '.join(sql(a) for a in args)})")
+
+
+class SparkBackend:
+    """Executor of the columnar plan as Spark SQL expressions over DataFrames."""
+
+    name = "spark"
+    cheap_checks = False  # every probe of the data is a Spark job: avoid the optional ones
+
+    def __init__(self, spark, checkpoint: bool = True):
+        from pyspark.sql import functions as F
+
+        self.spark = spark
+        self.F = F
+        self.checkpoint = checkpoint
+        self._sizes: dict = {}
+        self._lam = 0
+        self.actions = 0
+
+    def begin_tick(self) -> None:
+        """Forget the sizes recorded during the previous tick (and the frames they pin)."""
+        self._sizes = {}
+
+    # ------------------------------------------------------------ expressions
+    def col(self, name: str) -> X:
+        return X(f"`{name}`")
+
+    def lit(self, value: Any, kind: Optional[str] = None) -> X:
+        if kind is None or value is None and kind is not None:
+            return X(sql(value)) if kind is None else self.null(kind)
+        if kind == INT:
+            return X(f"{int(value)}L")
+        if kind == BOOL:
+            return X("TRUE" if value else "FALSE")
+        return X(sql(value))
+
+    def null(self, kind: str) -> X:
+        return X(f"CAST(NULL AS {_TYPES[kind]})")
+
+    def empty_list(self) -> X:
+        return X("CAST(ARRAY() AS ARRAY<STRING>)")
+
+    def str_list(self, values: Sequence[str]) -> X:
+        if not values:
+            return self.empty_list()
+        return X(f"CAST(ARRAY({', '.join(sql_str(v) for v in values)}) AS ARRAY<STRING>)")
+
+    def when(self, cond, then, otherwise) -> X:
+        return X(f"(CASE WHEN {sql(cond)} THEN {sql(then)} ELSE {sql(otherwise)} END)")
+
+    def is_null(self, e) -> X:
+        return X(f"({sql(e)} IS NULL)")
+
+    def not_null(self, e) -> X:
+        return X(f"({sql(e)} IS NOT NULL)")
+
+    def has_bit(self, e, i: int) -> X:
+        return X(f"(({sql(e)} & {1 << i}L) <> 0L)")
+
+    def set_bit(self, e, i: int) -> X:
+        return X(f"({sql(e)} | {1 << i}L)")
+
+    def bit_or(self, e, mask) -> X:
+        return X(f"({sql(e)} | {sql(mask)})")
+
+    def bit_and(self, e, mask) -> X:
+        return X(f"({sql(e)} & {sql(mask)})")
+
+    def bit_not(self, e) -> X:
+        return X(f"(~ {sql(e)})")
+
+    def pmod(self, e, m: int) -> X:
+        """e modulo m, non-negative for m > 0."""
+        return fn("pmod", e, m)
+
+    def least(self, exprs: list) -> X:
+        if not exprs:
+            return self.null(INT)
+        return exprs[0] if len(exprs) == 1 else fn("least", *exprs)
+
+    def greatest(self, exprs: list) -> X:
+        if not exprs:
+            return self.null(INT)
+        return exprs[0] if len(exprs) == 1 else fn("greatest", *exprs)
+
+    def coalesce(self, exprs: list) -> X:
+        return fn("coalesce", *exprs)
+
+    def any_of(self, exprs: list) -> X:
+        if not exprs:
+            return X("FALSE")
+        return X("(" + " OR ".join(sql(e) for e in exprs) + ")")
+
+    def all_of(self, exprs: list) -> X:
+        if not exprs:
+            return X("TRUE")
+        return X("(" + " AND ".join(sql(e) for e in exprs) + ")")
+
+    def concat_str(self, parts: list) -> X:
+        return fn("concat", *parts)
+
+    def to_str(self, e) -> X:
+        return X(f"CAST({sql(e)} AS STRING)")
+
+    def str_len(self, e) -> X:
+        return fn("char_length", e)
+
+    def str_replace(self, e, old: str, new: str) -> X:
+        return fn("replace", e, old, new)
+
+    def str_matches(self, e, pattern: str) -> X:
+        if pattern == "[\u0000-\u001f]":
+            pattern = "[\\x00-\\x1f]"
+        return X(f"({sql(e)} RLIKE {sql_str(pattern)})")
+
+    def str_starts(self, e, prefix: str) -> X:
+        return fn("startswith", e, prefix)
+
+    def json_str(self, e) -> X:
+        """The JSON string literal of e as Python's json.dumps(ensure_ascii=False) writes it
+        (Spark's Jackson writes \\uXXXX of control characters in upper case: lowered)."""
+        j = f"to_json(named_struct('v', {sql(e)}))"
+        body = f"substring({j}, 6, char_length({j}) - 6)"
+        for code in (0x0B, 0x0E, 0x0F, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F):
+            up = f"\\u{code:04X}"
+            body = f"replace({body}, {sql_str(up)}, {sql_str(up.lower())})"
+        return X(body)
+
+    def _lambda(self, body) -> tuple[str, str]:
+        self._lam += 1
+        v = f"x_{self._lam}"
+        return v, sql(body(X(v)))
+
+    def list_contains(self, lst, item) -> X:
+        return fn("array_contains", lst, item)
+
+    def list_len(self, lst) -> X:
+        return fn("size", lst)
+
+    def list_concat(self, a, b) -> X:
+        return fn("concat", a, b)
+
+    def list_of(self, items: list) -> X:
+        return fn("array", *items)
+
+    def typed_list(self, items: list, kind: str) -> X:
+        if not items:
+            return X(f"CAST(ARRAY() AS ARRAY<{_TYPES[kind]}>)")
+        return X(f"ARRAY({', '.join(f'CAST({sql(i)} AS {_TYPES[kind]})' for i in items)})")
+
+    def get_item(self, lst, i: int) -> X:
+        return X(f"try_element_at({sql(lst)}, {i + 1})")
+
+    def cast(self, e, kind: str) -> X:
+        return X(f"CAST({sql(e)} AS {_TYPES[kind]})")
+
+    def list_norm(self, lst) -> X:
+        v, b = self._lambda(lambda x: self.not_null(x))
+        return X(f"array_sort(array_distinct(filter({sql(lst)}, {v} -> {b})))")
+
+    def list_drop_prefix(self, lst, prefix: str) -> X:
+        v, b = self._lambda(lambda x: ~fn("startswith", x, prefix))
+        return X(f"filter({sql(lst)}, {v} -> {b})")
+
+    def list_any_prefix(self, lst, prefix: str) -> X:
+        v, b = self._lambda(lambda x: fn("startswith", x, prefix))
+        return X(f"exists({sql(lst)}, {v} -> {b})")
+
+    def list_strip_prefix(self, lst, prefix: str) -> X:
+        n = len(prefix)
+        v, b = self._lambda(lambda x: fn("startswith", x, prefix))
+        w, c = self._lambda(lambda x: X(f"substring({sql(x)}, {n + 1})"))
+        return X(f"transform(filter({sql(lst)}, {v} -> {b}), {w} -> {c})")
+
+    def list_prefix(self, lst, prefix: str) -> X:
+        v, b = self._lambda(lambda x: fn("concat", prefix, x))
+        return X(f"transform({sql(lst)}, {v} -> {b})")
+
+    def list_minus(self, a, b) -> X:
+        return fn("array_except", a, b)
+
+    def list_join(self, lst, sep: str) -> X:
+        return fn("array_join", lst, sep)
+
+    def list_eval(self, lst, f) -> X:
+        v, b = self._lambda(f)
+        return X(f"transform({sql(lst)}, {v} -> {b})")
+
+    def alias(self, e, name: str) -> X:
+        return X(sql(e), name)
+
+    # ------------------------------------------------------------ frames
+    def _ddl(self, schema: dict[str, str]) -> str:
+        return ", ".join(f"`{k}` {_DDL[v]}" for k, v in schema.items())
+
+    def _known(self, df, n: int):
+        self._sizes[id(df)] = (df, n)
+        return df
+
+    def _items(self, items: list) -> list[str]:
+        out = []
+        for it in items:
+            if isinstance(it, str):
+                out.append(f"`{it}`")
+            elif it.name is None and it.s.startswith("`") and it.s.endswith("`"):
+                out.append(it.s)
+            else:
+                out.append(it.select_item())
+        return out
+
+    def empty(self, schema: dict[str, str]):
+        return self._known(self.spark.createDataFrame([], self._ddl(schema)), 0)
+
+    def adopt(self, df):
+        """The slice frames the tick job hands over are Spark DataFrames already."""
+        return df
+
+    def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
+        n = len(next(iter(cols.values()))) if cols else 0
+        rows = [tuple(cols.get(k, [None] * n)[i] for k in schema) for i in range(n)]
+        return self._known(self.spark.createDataFrame(rows, self._ddl(schema)), n)
+
+    def from_rows(self, rows: list[dict], schema: dict[str, str]):
+        data = [tuple(r.get(k) for k in schema) for r in rows]
+        return self._known(self.spark.createDataFrame(data, self._ddl(schema)), len(rows))
+
+    def rows(self, df) -> list[dict]:
+        if self.is_empty(df):
+            return []
+        self.actions += 1
+        return [r.asDict(recursive=True) for r in df.collect()]
+
+    def height(self, df) -> int:
+        got = self._sizes.get(id(df))
+        if got is not None and got[0] is df:
+            return got[1]
+        self.actions += 1
+        n = df.count()
+        self._sizes[id(df)] = (df, n)
+        return n
+
+    def is_empty(self, df) -> bool:
+        got = self._sizes.get(id(df))
+        if got is not None and got[0] is df:
+            return got[1] == 0
+        return False  # unknown: maybe not empty (see the module doc)
+
+    def exists(self, df) -> bool:
+        got = self._sizes.get(id(df))
+        if got is not None and got[0] is df:
+            return got[1] > 0
+        self.actions += 1
+        return not df.isEmpty()
+
+    def col_max(self, df, col: str):
+        if self.is_empty(df):
+            return None
+        self.actions += 1
+        return df.selectExpr(f"max(`{col}`)").collect()[0][0]
+
+    def any_nonempty_list(self, df, col: str) -> bool:
+        if self.is_empty(df):
+            return False
+        self.actions += 1
+        return not df.where(f"size(`{col}`) > 0").isEmpty()
+
+    def columns(self, df) -> list[str]:
+        return df.columns
+
+    def values(self, df, col: str) -> list:
+        if self.is_empty(df):
+            return []
+        self.actions += 1
+        return [r[0] for r in df.select(col).distinct().collect()]
+
+    def filter(self, df, cond):
+        return df.where(sql(cond))
+
+    def with_columns(self, df, exprs: dict):
+        if not exprs:
+            return df
+        F = self.F
+        return df.withColumns({k: F.expr(sql(v)) for k, v in exprs.items()})
+
+    def select(self, df, items: list):
+        return df.selectExpr(*self._items(items))
+
+    def select_cols(self, df, cols: list):
+        return self.select(df, list(cols))
+
+    def drop(self, df, cols: Iterable[str]):
+        cols = [c for c in cols if c in df.columns]
+        return df.drop(*cols) if cols else df
+
+    def join(self, left, right, left_on: list, right_on: list, how: str = "inner",
+             nulls_equal: bool = False):
+        F = self.F
+        kind = {"inner": "inner", "left": "left", "semi": "left_semi", "anti": "left_anti"}
+        if how == "cross" or (not left_on and how == "inner"):
+            return left.crossJoin(right)
+        if not left_on:
+            if how == "semi":
+                return left if self.exists(right) else left.limit(0)
+            if how == "anti":
+                return left.limit(0) if self.exists(right) else left
+            raise ValueError(f"join without keys: {how}")
+        if all(isinstance(x, str) for x in left_on) and list(left_on) == list(right_on):
+            return left.join(right, on=list(left_on), how=kind[how])
+        lt, rt = left.alias("_l"), right.alias("_r")
+        conds = []
+        for le, r in zip(left_on, right_on):
+            ltxt = f"_l.`{le}`" if isinstance(le, str) else sql(le)
+            conds.append(f"({ltxt} = _r.`{r}`)")
+        out = lt.join(rt, on=F.expr(" AND ".join(conds)), how=kind[how])
+        return out
+
+    def concat(self, dfs: list, schema: Optional[dict] = None):
+        dfs = [d for d in dfs if d is not None and not self.is_empty(d)]
+        if not dfs:
+            return self.empty(schema or {})
+        out = dfs[0]
+        for d in dfs[1:]:
+            out = out.unionByName(d)
+        return out
+
+    def unique(self, df, subset: Optional[list] = None):
+        return df.dropDuplicates(subset) if subset else df.dropDuplicates()
+
+    def sort(self, df, cols: list):
+        return df.orderBy(*cols)
+
+    def column_list(self, df, col: str) -> list:
+        self.actions += 1
+        return [r[0] for r in df.select(col).collect()]
+
+    def explode(self, df, col: str):
+        return df.withColumn(col, self.F.expr(f"explode(`{col}`)"))
+
+    def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
+        F = self.F
+        return df.groupBy(*keys).agg(*[F.expr(f"{sql(e)} AS `{n}`") for n, e in aggs.items()])
+
+    def agg_any(self, e) -> X:
+        return fn("bool_or", e)
+
+    def agg_list(self, e) -> X:
+        return fn("collect_list", e)
+
+    def agg_distinct(self, e) -> X:
+        return fn("collect_set", e)
+
+    def agg_sum(self, e) -> X:
+        return fn("sum", e)
+
+    def agg_max(self, e) -> X:
+        return fn("max", e)
+
+    def agg_min(self, e) -> X:
+        return fn("min", e)
+
+    def with_row_id(self, df, name: str):
+        # the id must not change between the plan's uses of the frame: computed once
+        return df.withColumn(name, self.F.monotonically_increasing_id()).localCheckpoint(
+            eager=False)
+
+    def materialize_now(self, df):
+        """An eager checkpoint with its size recorded (one job)."""
+        self.actions += 1
+        df = df.localCheckpoint(eager=True)
+        return self._known(df, df.count())
+
+    def materialize(self, df):
+        """A lazy local checkpoint: the plan's lineage is cut here and the rows are computed
+        once, by the first job that needs them (no job now, size unknown)."""
+        if not self.checkpoint:
+            return df
+        got = self._sizes.get(id(df))
+        if got is not None and got[0] is df:
+            return df
+        return df.localCheckpoint(eager=False)

@@ -1,0 +1,1 @@
+"""Layer 7: the engine's commands of `hypo` (`check`, `run`)."""

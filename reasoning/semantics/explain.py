@@ -1,0 +1,294 @@
+"""Answers for people and programs: status, substitution, evidence, hypotheses, exclusions,
+and the deadline — the last tick at which an answer's outcome can still change (none of the
+papers reports it; derived from the hypotheses' timestamps and δ, 002 Def. 5)."""
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from typing import Any, Optional
+
+from typing import TYPE_CHECKING
+
+from reasoning.semantics.answer import Answer
+from reasoning.semantics.exact import printed_floors
+from reasoning.language.periodic import TimeDomain
+from reasoning.semantics.regions import cover_of
+
+if TYPE_CHECKING:  # the executor whose state is explained (a type only: no import edge up)
+    from reasoning.row.engine import Engine
+
+DEFINITE, HYPOTHETICAL, PENDING = "definite", "hypothetical", "pending"
+
+
+def status(eng: Engine, a: Answer) -> str:
+    """definite (H = ∅), hypothetical (E ≠ ∅, a supported answer) or pending (E = ∅)."""
+    if eng.is_definite(a):
+        return DEFINITE
+    return HYPOTHETICAL if a.ev else PENDING
+
+
+def static_horizons(eng: Engine) -> dict[str, Optional[int]]:
+    """rel(p): an answer of p_t is decided by tick t + rel(p) at the latest (None: unbounded)."""
+    rel: dict[str, Optional[int]] = {}
+    preds = {tp.head.pred for tp in eng.templates}
+    for p in preds:
+        rel[p] = 0
+    for _ in range(64):
+        changed = False
+        for tp in eng.templates:
+            p = tp.head.pred
+            if rel[p] is None:
+                continue
+            h = tp.head
+            best: Optional[int] = rel[p]
+            for lp in tp.lits:
+                if h.tvar is None or lp.tvar != h.tvar:
+                    best = None
+                    break
+                off = lp.toff - h.toff
+                if lp.positive:
+                    cand = off + eng.delays.max(lp.pred)
+                else:
+                    r = rel.get(lp.pred, 0)
+                    if r is None:
+                        best = None
+                        break
+                    cand = off + r
+                best = max(best, cand)  # type: ignore[arg-type]
+            if best != rel[p]:
+                rel[p] = best
+                changed = True
+        if not changed:
+            return rel
+    return {p: (v if v is not None and v < 10 ** 6 else None) for p, v in rel.items()}
+
+
+class Explainer:
+    """Renders answers of an engine at its current tick."""
+
+    def __init__(self, eng: Engine):
+        self.eng = eng
+        self.rel = static_horizons(eng)
+        self._memo: dict[Answer, Optional[int]] = {}
+
+    def reset(self) -> None:
+        self._memo = {}
+
+    def deadline(self, a: Answer, depth: int = 0) -> Optional[int]:
+        """Last tick at which a's outcome can change; None if definite or unbounded."""
+        eng = self.eng
+        if eng.is_definite(a):
+            return None
+        if a in self._memo:
+            return self._memo[a]
+        tau = eng.tau
+        tp = eng.templates[a.tid]
+        best = tau
+        for i, lp in enumerate(tp.lits):
+            if i in a.ev:
+                continue
+            args, t = lp.instantiate(a.b)
+            if t is None:
+                self._memo[a] = None
+                return None
+            if lp.positive:
+                best = max(best, t + eng.delta(lp.pred, args))
+                continue
+            if t > tau or depth > 200:  # (the key order bounds the recursion; a guard)
+                r = self.rel.get(lp.pred, 0)
+                if r is None:
+                    self._memo[a] = None
+                    return None
+                best = max(best, t + r)
+                continue
+            for l in eng._L_for(lp.pred, t, args):
+                lt = eng.templates[l.tid]
+                if cover_of(lp, a.b, lt.head, l.b, l.ng, approx_full=True) is None:
+                    continue
+                d = self.deadline(l, depth + 1)
+                if d is None and not eng.is_definite(l):
+                    self._memo[a] = None
+                    return None
+                if d is not None:
+                    best = max(best, d)
+        self._memo[a] = best
+        return best
+
+    def render(self, a: Answer, tick: int, ground: Optional[dict] = None) -> dict[str, Any]:
+        """The `hypo run --format jsonl` object of one schematic answer."""
+        eng = self.eng
+        tp = eng.templates[a.tid]
+        b = a.b
+        if ground:
+            b = tuple(ground.get(i, v) for i, v in enumerate(b))
+        st = status(eng, a)
+        ng = a.ng if not ground else frozenset(n for n in a.ng if all(v not in ground for v, _ in n))
+        return answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a))
+
+    def groundings(self, a: Answer, domain: tuple[str, ...]):
+        """Assignments of a's unbound object *query* variables over the domain, minus its
+        nogoods (variables not in the query are existential: they stay as they are)."""
+        tp = self.eng.templates[a.tid]
+        qidx = {x for _, isvar, x, _ in tp.qvars if isvar}
+        free = [i for i, v in enumerate(a.b)
+                if v is None and i in qidx and i not in tp.time_vars]
+        if not free:
+            yield {}
+            return
+        for values in itertools.product(domain, repeat=len(free)):
+            g = dict(zip(free, values))
+            if any(all(g.get(v) == c for v, c in n) for n in a.ng):
+                continue
+            yield g
+
+
+def identity_exclusions(excluded: dict) -> list:
+    """The exclusions that are part of an answer's identity, sorted: those of object
+    variables.  A time variable's (integers: a head definite at that time, an instance
+    refuted there) are time constraints like its `time_from` floor, which drops them once
+    it passes them: as identity they made an answer whose instances did not change look
+    refuted (`P3(a, T) for T ∉ {0}` at tick 0, `for T ≥ 1` at tick 1)."""
+    return sorted((k, v) for k, v in excluded.items()
+                  if not (v and all(type(c) is int for c in v)))
+
+
+def answer_key(obj: dict) -> tuple:
+    """Identity of an answer for lifecycle tracking: query, bound substitution and the
+    exclusions of its object variables (identity_exclusions), and the time constraints of
+    periodic facts, when it has some."""
+    key = (obj["query"], tuple(sorted(obj["substitution"].items())),
+           tuple((k, tuple(v)) for k, v in identity_exclusions(obj["excluded"])))
+    if obj.get("periodic"):
+        key += (json.dumps(obj["periodic"], sort_keys=True),)
+    return key
+
+
+@functools.lru_cache(maxsize=64)
+def _query_atom(query: str):
+    from reasoning.language.parser import parse_atom
+
+    return parse_atom(query)
+
+
+def format_atom_answer(obj: dict) -> str:
+    """`OK(wt2, 1)` or `OK(X, 1) for X ∉ {wt1}` for the text output."""
+    q = _query_atom(obj["query"])
+    parts = []
+    for t in q.args:
+        name = getattr(t, "name", None)
+        if name is not None and name in obj["substitution"]:
+            parts.append(str(obj["substitution"][name]))
+        else:
+            parts.append(str(t))
+    if q.time is not None:
+        tv = q.time.var
+        parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
+    s = f"{q.pred}({', '.join(parts)})"
+    conds = [f"{v} ≥ {f}" for v, f in obj.get("time_from", {}).items()]
+    conds += [f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items()]
+    conds += [TimeDomain.from_json(j).text(v) for v, j in sorted(obj.get("periodic", {}).items())]
+    if conds:
+        s += " for " + ", ".join(conds)
+    return s
+
+
+def printed_name(tp):
+    """The name an answer's variable prints under (in `excluded`, `periodic`): the query
+    variable it is, where it is one, else its own name."""
+    qname: dict = {}
+    for name, isvar, x, off in tp.qvars:
+        if isvar and off == 0:
+            qname.setdefault(x, name)
+    return lambda v: qname.get(v, tp.names[v])
+
+
+def exclusions(tp, ng) -> tuple[dict, list]:
+    """An answer's nogoods as printed: the single-variable ones as `excluded` ({name: sorted
+    constants}), the others as `excluded_combinations`; a variable is named after the query
+    variable it is, where it is one."""
+    by_var: dict[int, list] = {}
+    combos = []
+    for n in ng:
+        if len(n) == 1:
+            v, c = n[0]
+            got = by_var.get(v)
+            if got is None:
+                got = by_var[v] = []
+            got.append(c)
+        else:
+            combos.append(n)
+    return exclusions_of(tp, by_var, combos)
+
+
+def exclusions_of(tp, by_var: dict, combos: list) -> tuple[dict, list]:
+    """`exclusions` from the nogoods split already: {variable: [constants]} of the
+    single-variable ones (in the order of the nogoods), the others as tuples."""
+    name_of = printed_name(tp)
+    combos = [{name_of(v): c for v, c in n} for n in combos]
+    excluded: dict[str, list] = {}
+    for v, cs in by_var.items():
+        excluded.setdefault(name_of(v), []).extend(cs)
+
+    def order(cs: list) -> list:  # by their text; strings (the usual case) sort as they are
+        return sorted(cs) if all(type(c) is str for c in cs) else sorted(cs, key=str)
+
+    return ({k: order(v) for k, v in sorted(excluded.items())},
+            sorted(combos, key=lambda d: sorted(d.items())))
+
+
+def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
+                  deadline: Optional[int], split: Optional[tuple] = None) -> dict[str, Any]:
+    """The printed object of answer `a` of template `tp` under bindings `b` (its own, or
+    grounded) with nogoods `ng`, status `st` and deadline (Explainer.render, and the columnar
+    renderer's rows with nogoods; split: the nogoods as exclusions_of takes them, instead
+    of ng)."""
+    ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
+    hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
+                 if i not in a.ev} - set(ev))
+    excluded, combos = exclusions(tp, ng) if split is None else exclusions_of(tp, *split)
+    out: dict[str, Any] = {
+        "tick": tick,
+        "query": str(tp.query.atom),
+        "status": st,
+        "substitution": tp.answer(b),
+        "excluded": excluded,
+        "evidence": ev,
+        "hypotheses": hy,
+        "deadline": deadline,
+    }
+    if combos:
+        out["excluded_combinations"] = combos
+    if st == HYPOTHETICAL and tp.time_vars:
+        fl = printed_floors(tp, b, a.ev, tick)
+        if fl:
+            name_of = printed_name(tp)
+            out["time_from"] = {name_of(v): f for v, f in sorted(fl.items())}
+    per = periodic_constraints(tp, b)
+    if per:
+        out["periodic"] = per
+    return out
+
+
+def periodic_constraints(tp, b: tuple) -> dict:
+    """The time domains (periodic facts, periodic.py) of the answer's unbound variables, named
+    like `exclusions`: {"T": {"period": 7, "offset": 3}}."""
+    name_of = printed_name(tp)
+    return {name_of(v): d.to_json() for v, d in tp.periodic if b[v] is None}
+
+
+def key_of(tp, a: Answer) -> tuple:
+    """explain.answer_key of an Answer without rendering it (its query, bound substitution
+    and single-variable exclusions of object variables)."""
+    return answer_key({"query": str(tp.query.atom), "substitution": tp.answer(a.b),
+                       "excluded": exclusions(tp, a.ng)[0],
+                       "periodic": periodic_constraints(tp, a.b)})
+
+
+def answer_key_text(obj: dict) -> str:
+    """The identity of an answer across ticks (explain.answer_key) as text."""
+    key = [obj["query"], sorted(obj["substitution"].items()),
+           identity_exclusions(obj["excluded"])]
+    if obj.get("periodic"):
+        key.append(json.dumps(obj["periodic"], sort_keys=True))
+    return json.dumps(key, ensure_ascii=False)
