@@ -1,7 +1,7 @@
 """Per-operation floor of the in-process executor's candidates, on the shapes of a turbine
 tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
 the engine's Polars backend, as numpy over interned integer keys, as the bare compiled
-kernels (C, and numba where the C ones cannot be built), and through the arrays backend
+kernels (C, built at install time by setup.py), and through the arrays backend
 (reasoning/columnar/backends/arrays.py: the same operation as the engine calls it, interned columns
 and the compiled row kernels).
 
@@ -11,7 +11,7 @@ operation and size, the microseconds each candidate takes (median of --repeat ru
 
     .venv/bin/python bench/kernels.py [--repeat 300] [--format text|json]
 
-The numpy, C and numba columns join on one packed int64 key (device id · 2²⁰ + time), i.e.
+The numpy and C columns join on one packed int64 key (device id · 2²⁰ + time), i.e.
 constants interned to integers at ingest: the executor they stand for would keep every
 object column as interned ids and render strings only at the output.
 """
@@ -92,7 +92,7 @@ def numpy_ops(lk, rk, cols):
 
 
 def bare_ops(impl: str, lk, rk, cols):
-    """One implementation ("c" or "numba") of the engine's row kernels
+    """The compiled implementation ("c") of the engine's row kernels
     (reasoning/native/kernels.py) on the packed key as a one-column key matrix: the bare
     kernel, without the backend's column handling."""
     import numpy as np
@@ -163,8 +163,7 @@ def main(argv=None) -> int:
     for n_left, n_right in ((5426, 1480), (1, 4)):
         L, R, lk, rk, cols = frames(n_left, n_right)
         cands = {"polars": polars_ops(L, R), "arrays": arrays_ops(L, R),
-                 "numpy": numpy_ops(lk, rk, cols), "c": bare_ops("c", lk, rk, cols),
-                 "numba": bare_ops("numba", lk, rk, cols)}
+                 "numpy": numpy_ops(lk, rk, cols), "c": bare_ops("c", lk, rk, cols)}
         for op in cands["polars"]:
             row = {"op": op, "left_rows": n_left, "right_rows": n_right}
             for name, ops in cands.items():

@@ -1,1 +1,1 @@
-"""Layer 0: the compiled row kernels (C, numba, numpy stand-ins) used by the executors and the stream scanner."""
+"""Layer 0: the row kernels (C, built at install time by setup.py; numpy where it was not) used by the executors and the stream scanner."""

@@ -2,15 +2,16 @@
 factorisation over key matrices (one int64 row of key values per table row, arrays._keymats),
 and a persistent 128-bit-hash -> id index (HashIndex).
 
-Three implementations, the same results (tests/test_arrays_backend.py compares them):
-- **C** (`_ckernels.c`, built by cbuild.py at set-up or on first use): the default.  It
-  loads in ~1 ms;
-- **numba** (requirements.txt), where no C compiler or Python headers are present: the same
-  code, compiled once and cached next to this file (or under NUMBA_CACHE_DIR).  Its start-up
-  (import, CPU target, cached kernels) is 0.7–1 s of every process;
-- **numpy** sort-based code on one dense code a row, several times slower on 10³–10⁴ rows
-  (bench/kernels.py).
-HYPO_KERNELS=c|numba|numpy picks one (the default tries them in that order).
+Two implementations, the same results (tests/test_arrays_backend.py compares them with a
+nested loop):
+- **C** (`_ckernels.c`, the extension `reasoning.native._ckernels` that setup.py builds at
+  install time — never at import or run time): the default.  It loads in ~1 ms;
+- **numpy** sort-based code on one dense code a row, where the extension was not built (no C
+  compiler at install time): 7–14× slower a columnar tick at 10⁴ devices (docs/performance.md).
+HYPO_KERNELS=c|numpy picks one (the default: C where it was built).  A numba copy of the C
+kernels stood between the two until issue 41: 0.72–0.83× C's throughput for 0.7–1 s of
+start-up and llvmlite; with the C kernels built by every install that has a compiler, it
+was dropped.
 """
 from __future__ import annotations
 
@@ -24,35 +25,29 @@ def _table_bits(n: int) -> int:
     return max(1, (2 * n - 1).bit_length())
 
 
-def _numba_kernels():
-    """The numba implementation (None without numba)."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:  # pragma: no cover
-        return None
-    from reasoning.native import _numba_kernels as nk
-
-    return nk.KERNELS
+last_error = None  # why the C kernels are not in use (None: they are)
 
 
 def implementation(name: str):
-    """The kernels of one implementation ("c", "numba"), or None if it is not available."""
+    """The kernels of one implementation ("c"), or None if it is not available here."""
+    global last_error
     if name == "c":
-        from reasoning.native import cbuild
-
-        return cbuild.load()
-    if name == "numba":
-        return _numba_kernels()
+        try:
+            from reasoning.native import _ckernels
+        except ImportError as e:
+            last_error = (f"the C kernels were not built at install time ({e}); "
+                          "the numpy kernels stand in")
+            return None
+        return _ckernels
     return None
 
 
 def _choose():
     want = os.environ.get("HYPO_KERNELS", "").strip().lower()
-    order = [want] if want in ("c", "numba", "numpy") else ["c", "numba"]
-    for name in order:
-        impl = implementation(name)
+    if want != "numpy":
+        impl = implementation("c")
         if impl is not None:
-            return name, impl
+            return "c", impl
     return "numpy", None
 
 
@@ -62,7 +57,7 @@ COMPILED = _impl is not None
 
 def c_only(name: str):
     """A function the C kernels alone have (the stream scanner, the row formatter), or None
-    when the kernels in use are numba's or numpy's: its caller then takes its Python path."""
+    when the kernels in use are numpy's: its caller then takes its Python path."""
     return getattr(_impl, name, None) if IMPL == "c" else None
 
 
@@ -71,7 +66,7 @@ def _rows(K) -> int:
 
 
 def _matrix(K, ok):
-    """Keys and mask as the numba and numpy code take them: a key matrix, a bool a row."""
+    """Keys and mask as the numpy code takes them: a key matrix, a bool a row."""
     if not isinstance(K, np.ndarray):
         K = K[0].reshape(-1, 1) if len(K) == 1 else np.column_stack(K)
     return np.ascontiguousarray(K), np.ones(K.shape[0], bool) if ok is None else ok
@@ -82,11 +77,9 @@ def join_rows(L, okl, R, okr, left_outer: bool = False):
     columns (int64, at least one) a side; ok: None (every row) or whether the row's key has
     no null that prevents a match."""
     bits = _table_bits(max(_rows(R), 1))
-    if COMPILED and _impl.takes_columns:
+    if COMPILED:  # the C kernels take a key matrix or the key columns
         return _impl.join_rows(L, okl, R, okr, bits, left_outer)
     (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
-    if COMPILED:
-        return _impl.join_rows(L, okl, R, okr, bits, left_outer)
     lk, rk = _dense(L, okl, R, okr)
     return join_index(lk, rk, left_outer)
 
@@ -94,11 +87,9 @@ def join_rows(L, okl, R, okr, left_outer: bool = False):
 def member_rows(L, okl, R, okr):
     """Whether each row of L has an equal row in R (keys as join_rows)."""
     bits = _table_bits(max(_rows(R), 1))
-    if COMPILED and _impl.takes_columns:
+    if COMPILED:  # the C kernels take a key matrix or the key columns
         return _impl.member_rows(L, okl, R, okr, bits)
     (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
-    if COMPILED:
-        return _impl.member_rows(L, okl, R, okr, bits)
     lk, rk = _dense(L, okl, R, okr)
     return member(lk, rk)
 
@@ -107,11 +98,9 @@ def factorize_rows(M):
     """(group id per row, first row of each group) of the keys M (as join_rows), groups
     numbered in order of first appearance."""
     bits = _table_bits(max(_rows(M), 1))
-    if COMPILED and _impl.takes_columns:
+    if COMPILED:  # the C kernels take a key matrix or the key columns
         return _impl.factorize_rows(M, bits)
     M, _ = _matrix(M, None)
-    if COMPILED:
-        return _impl.factorize_rows(M, bits)
     k, _ = _dense(M, np.ones(M.shape[0], bool), M[:0], np.ones(0, bool))
     return factorize(k)
 
@@ -214,7 +203,7 @@ _WARM = False
 
 
 def warm() -> None:
-    """Load (or compile) every kernel once, on tiny inputs: a process pays it at start-up,
+    """Load every kernel once, on tiny inputs: a process pays it at start-up,
     not inside its first tick."""
     global _WARM
     if _WARM or not COMPILED:
