@@ -26,7 +26,7 @@ Workloads:
         --workload malfunction --format json
     .venv/bin/python bench/engine.py --engine columnar --devices 10000 --ticks 50 --e2e
 
-Goals are read from the printed figures (README.md, "Tests and benchmarks"), never asserted
+Goals are read from the printed figures (docs/performance.md, "Goals"), never asserted
 in tests.
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _inputs(slices):
     import numpy as np
 
     from reasoning.stream.scanned import Scanned
-    from reasoning.stream.reader import Slice
+    from reasoning.stream.slices import Slice
 
     out = []
     no = 1

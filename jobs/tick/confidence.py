@@ -6,7 +6,7 @@ as S_τ's `model` row; each main-query answer gets its confidence in the answers
 `confidence` column, and the `json` line as `hypo run --format jsonl --all --confidence`
 prints it).  This runs on the driver: the model is sequential (one small object per pattern
 key) but its input is the tick's answers, so it costs what `hypo run --confidence` costs
-(README "Confidence").
+(docs/confidence.md).
 """
 from __future__ import annotations
 

@@ -26,8 +26,11 @@ from reasoning.run.pruning import Pruner, wants_confidence
 from reasoning.run.runreport import RunReport
 from reasoning.run.session import (ENGINES, Session, answers_at, default_until, quiet_margin,  # noqa: F401
                       quiet_stretch)
-from reasoning.stream.reader import (STDIN, Heartbeat, Prefetched, Slice, StreamReader, open_stream,
-                     stream_name)
+from reasoning.stream.blocks import Heartbeat
+from reasoning.stream.prefetch import Prefetched
+from reasoning.stream.reader import StreamReader
+from reasoning.stream.slices import Slice
+from reasoning.stream.sources import STDIN, open_stream, stream_name
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -306,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "file: answers per tick, timeline, ticks gained, slowest answers)")
     r.add_argument("--confidence", action="store_true",
                    help="add each answer's confidence (the probability that it is confirmed, "
-                        "from an arrival model learned from the stream; README \"Confidence\")")
+                        "from an arrival model learned from the stream; docs/confidence.md)")
     r.add_argument("--min-confidence", type=_probability, metavar="P",
                    help="prune the main query's hypothetical and pending answers whose "
                         "confidence is below P (never definite ones; counted on stderr)")
@@ -332,7 +335,7 @@ def _probability(text: str) -> float:
 def tick_arg(text: str) -> int:
     """--until, --max-gap (and the lake's ticks): a natural number below 2⁶⁰, as ticks and
     times are."""
-    from reasoning.stream.reader import MAX_TIME
+    from reasoning.stream.facts import MAX_TIME
 
     t = text.strip().replace("_", "")
     if not t.isdigit() or len(t) > 19 or int(t) >= MAX_TIME:

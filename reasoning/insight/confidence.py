@@ -25,7 +25,7 @@ The confidence of an answer at τ (answer_confidence), hypotheses assumed indepe
             the constants substituted, of (1 − their confidence); an unbound query variable
             matches only an unbound one (a bound instance only adds an exclusion).
 
-Definite answers have confidence 1.  Limits (README "Confidence"): independence of the
+Definite answers have confidence 1.  Limits (docs/confidence.md): independence of the
 hypotheses; auxiliary answers not yet in S_τ (their instant still ahead) are not counted;
 the rates are not conditioned on the answer's evidence (bursts make them so).
 """

@@ -256,7 +256,7 @@ def _confidence_section(d: ReportData) -> list:
     parts = ["<h2>Confidence</h2>",
              f'<p class=note>each announcement of a hypothetical or pending answer of the main '
              f'query with its confidence (hypo run --confidence, or a lake made with --confidence: '
-             f'README "Confidence") against '
+             f'docs/confidence.md) against '
              f'its outcome (confirmed: the same query and substitution became definite; open '
              f'answers left out): {n} announcement(s), observed rate {rate:.3f}, Brier score '
              f'<b id="brier">{brier:.4f}</b> (the constant base rate scores {base:.4f}); the '

@@ -31,7 +31,7 @@ class CompiledProgram:
         return self.queries[0]
 
     def to_json(self) -> dict[str, Any]:
-        """Stable JSON description (documented in README, `hypo check --format json`)."""
+        """Stable JSON description (documented in docs/cli.md, `hypo check --format json`)."""
         an = self.analysis
         preds = []
         for name in sorted(set(an.arities) | set(an.rigid)):

@@ -7,7 +7,7 @@ nested loop):
 - **C** (`_ckernels.c`, the extension `reasoning.native._ckernels` that setup.py builds at
   install time — never at import or run time): the default.  It loads in ~1 ms;
 - **numpy** sort-based code on one dense code a row, where the extension was not built (no C
-  compiler at install time): 7–14× slower a columnar tick at 10⁴ devices (docs/performance.md).
+  compiler at install time): 8–14× slower a columnar tick at 10⁴ devices (docs/performance.md).
 HYPO_KERNELS=c|numpy picks one (the default: C where it was built).  A numba copy of the C
 kernels stood between the two until issue 41: 0.72–0.83× C's throughput for 0.7–1 s of
 start-up and llvmlite; with the C kernels built by every install that has a compiler, it

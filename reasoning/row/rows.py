@@ -11,7 +11,7 @@ from reasoning.semantics.answer import Answer, TickReport
 from reasoning.semantics.explain import status
 from reasoning.semantics.patterns import Fact
 
-# column -> type (documented in README "The lake tables: state")
+# column -> type (documented in docs/lake.md, "Tables")
 STATE_COLUMNS = {
     "kind": "string",  # "answer" | "fact" (a fact of W) | "answered" (exact.py) | "meta"
     "tick": "long",  # τ of S_τ
