@@ -341,7 +341,7 @@ def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
     from jobs.tick.job import confidence
     from jobs.tick.job import job as tickjob
 
-    from reasoning.stream.reader import MAX_TIME
+    from reasoning.stream.facts import MAX_TIME
 
     if end < start:
         raise LakeError(f"empty range: --from {start} is after --to {end}")

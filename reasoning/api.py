@@ -7,7 +7,7 @@ slice D|τ a tick, read S_τ's answers as `hypo run --format jsonl` objects or a
     tick.answers                                 # [{"query": …, "status": …, …}, …]
 
 One Reasoner runs Algorithm 1 (002 §6) tick by tick on the chosen executor (run/session.py);
-facts are validated exactly as `hypo run` validates stream lines (stream/reader.py), and a
+facts are validated exactly as `hypo run` validates stream lines (stream/facts.py), and a
 refused fact is returned with its reason, never dropped in silence.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from reasoning.language.declared import IGNORED
 from reasoning.language.errors import HypoError, ProgramError
 from reasoning.run.session import ENGINES, Session
 from reasoning.semantics.patterns import Fact
-from reasoning.stream.reader import Rejection, parse_fact_text, structured_fact, validate
+from reasoning.stream.facts import Rejection, parse_fact_text, structured_fact, validate
 
 # the JSONL answer object's fields, in the order an Arrow table of answers has them
 ANSWER_FIELDS = ("tick", "query", "status", "substitution", "evidence", "hypotheses",

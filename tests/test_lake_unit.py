@@ -44,12 +44,12 @@ def test_state_rows_roundtrip_every_tick_of_example13():
 
 # ------------------------------------------------------------------ validation
 def test_relational_reasons_are_hypo_runs():
-    """jobs/ingest/validate.py refuses the rows reasoning.stream.reader.validate refuses, with its text."""
+    """jobs/ingest/validate.py refuses the rows reasoning.stream.facts.validate refuses, with its text."""
     import polars as pl
 
     from jobs.ingest.validate import with_duplicates, with_reasons
     from reasoning.columnar.backends.polars import PolarsBackend
-    from reasoning.stream.reader import validate
+    from reasoning.stream.facts import validate
 
     cp = compile_file(TURBINES)
     rows = [("Hot", ["wt1"], 2), ("Foo", ["a"], 1), ("Shdn", ["wt1"], 2), ("Hot", ["a", "b"], 2),
@@ -178,7 +178,7 @@ def test_dq_reasons_are_those_of_hypo_run():
     assert out.get_column("reason_code").to_list() == [
         None, "idb_predicate", "unknown_predicate", "arity", "future_time", "late",
         "negative_time", None]
-    from reasoning.stream.reader import validate
+    from reasoning.stream.facts import validate
 
     assert out.get_column("reason").to_list()[5] == validate(cp, Fact("Hot", ("wt3",), 1), 3)
     summary = gx_summary(B, out, cp, "k")
@@ -543,7 +543,7 @@ def test_declared_unused_facts_are_ignored_in_the_lake_and_hints_match_hypo_run(
     from jobs import lake as api
     from jobs.ingest.validate import with_hints, with_reasons
     from reasoning.columnar.backends.polars import PolarsBackend
-    from reasoning.stream.reader import validate
+    from reasoning.stream.facts import validate
 
     prog = tmp_path / "p.tdl"
     prog.write_text("#query P(X, T).\n#delay A = 0.\n#delay Other = 1.\n#delay B(x, T) = 1.\n"

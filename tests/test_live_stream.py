@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 
 from jobs.ingest.files import Parsed, read_jsonl
 from reasoning.language.compiler import compile_file
-from reasoning.stream.reader import Heartbeat, LiveLines, Slice, StreamReader
+from reasoning.stream.blocks import Heartbeat
+from reasoning.stream.reader import StreamReader
+from reasoning.stream.slices import Slice
+from reasoning.stream.sources import LiveLines
 from tests.helpers import EXAMPLES, ROOT
 
 TDL = str(EXAMPLES / "wind_turbines.tdl")
@@ -174,7 +177,7 @@ def test_a_line_without_end_on_a_pipe_keeps_memory_bounded():
     it is rejected as too long; the lines around it are read."""
     import threading
 
-    from reasoning.stream.reader import MAX_LINE
+    from reasoning.stream.blocks import MAX_LINE
 
     r, w = os.pipe()
     big = b'{"tick": 0, "fact": "' + b"x" * (4 << 20) + b'"}\n'

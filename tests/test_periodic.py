@@ -23,7 +23,7 @@ from reasoning.semantics.patterns import Fact
 from reasoning.language.periodic import TimeDomain, first, intersect
 from reasoning.semantics.reference import answers as ref_answers
 from reasoning.run.session import Session
-from reasoning.stream.reader import validate
+from reasoning.stream.facts import validate
 from reasoning.language.syntax import Atom, Const, Lrp, Time
 from tests.helpers import ENGINES, ROOT, budget
 

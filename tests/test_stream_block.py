@@ -1,4 +1,4 @@
-"""The stream read a block at a time (reasoning.stream.reader.parse_block) gives exactly what the
+"""The stream read a block at a time (reasoning.stream.blocks.parse_block) gives exactly what the
 line-by-line reader gives: the same slices, facts, line numbers, rejections (reasons and
 order) and ignored counts, on random mixtures of canonical, late, out-of-order, gapped,
 unknown, periodic and malformed lines; and Slice.frames() holds the same facts as Slice.facts()."""
@@ -10,8 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import reasoning.stream.blocks as blocks
 import reasoning.stream.reader as S
 from reasoning.language.compiler import compile_program
+from reasoning.stream.facts import Rejection
+from reasoning.stream.prefetch import Prefetched
+from reasoning.stream.slices import Slice
 
 PROGRAM = """
 #query OK(X, T).
@@ -120,7 +124,7 @@ def test_blocks_read_like_lines(lines, max_gap, block_lines):
 def test_a_clean_block_is_one_frame():
     lines = [json.dumps({"tick": t // 10, "fact": f"Hot(wt{t % 10}, {t // 10})"})
              for t in range(500)]
-    got = S.parse_block(lines, 1, CP, "s", -1, None)
+    got = blocks.parse_block(lines, 1, CP, "s", -1, None)
     assert not isinstance(got, list) and got.height == 500
     sl = list(S.StreamReader(lines, CP).column_slices())
     assert [s.tick for s in sl] == list(range(50)) and all(len(s) == 10 for s in sl)
@@ -133,9 +137,9 @@ def test_one_bad_line_sends_its_block_line_by_line(bad):
     lines = [json.dumps({"tick": 4 + t // 10, "fact": f"Hot(wt{t % 10}, {4 + t // 10})"})
              for t in range(100)]
     lines[50] = bad
-    got = S.parse_block(lines, 1, CP, "s", -1, None)
+    got = blocks.parse_block(lines, 1, CP, "s", -1, None)
     if "9)" in bad:
-        assert isinstance(got, list) and isinstance(got[50], S.Rejection)
+        assert isinstance(got, list) and isinstance(got[50], Rejection)
     rd = S.StreamReader(lines, CP, "s")
     n = sum(len(s) for s in rd.column_slices())
     assert n == 99 and len(rd.rejected) == 1 and rd.rejected[0].line == 51
@@ -154,7 +158,7 @@ def test_prefetched_slices_and_rejections_are_the_readers(lines, max_gap):
 
     want, rd1 = direct()
     rd2 = S.StreamReader(list(lines), CP, "s.jsonl", max_gap)
-    feed = S.Prefetched(rd2, depth=1)
+    feed = Prefetched(rd2, depth=1)
     got = [(sl.tick, [(str(f), no) for f, no in sl.entries()],
             [str(r) for r in feed.take_rejected()]) for sl in feed]
     got.append((None, [], [str(r) for r in feed.take_rejected()]))
@@ -172,14 +176,14 @@ def test_prefetched_raises_the_readers_error_and_stops_when_closed():
             raise OSError("disk gone")
 
     lines = [json.dumps({"tick": t, "fact": f"Hot(wt1, {t})"}) for t in range(5)]
-    feed = S.Prefetched(Broken(lines, CP, "s"))
+    feed = Prefetched(Broken(lines, CP, "s"))
     assert next(feed).tick == 0
     with pytest.raises(OSError, match="disk gone"):
         next(feed)
     # a consumer that stops early: the thread, waiting to hand over a slice, ends at close()
     # (lines spaced otherwise than json.dumps: read the general way, so by the thread)
     many = [f'{{"tick": {t}, "fact": "Hot(wt1, {t})" }}' for t in range(200)]
-    feed = S.Prefetched(S.StreamReader(many, CP, "s"), depth=1)
+    feed = Prefetched(S.StreamReader(many, CP, "s"), depth=1)
     assert next(feed).tick == 0
     t0 = time.perf_counter()
     feed.close()
@@ -198,7 +202,7 @@ def test_prefetched_reads_ahead_once_a_block_is_read_the_general_way(exact):
         if not exact:  # a line spaced otherwise; a future fact, rejected
             lines[450] = lines[450] + " "
             lines[700] = json.dumps({"tick": 70, "fact": "Hot(wt1, 99)"})
-        feed = S.Prefetched(S.StreamReader(lines, CP, "s"))
+        feed = Prefetched(S.StreamReader(lines, CP, "s"))
         got = [(sl.tick, len(sl)) for sl in feed]
         rej = [str(r) for r in feed.take_rejected()]
         feed.close()
@@ -207,7 +211,7 @@ def test_prefetched_reads_ahead_once_a_block_is_read_the_general_way(exact):
     want = [(sl.tick, len(sl)) for sl in S.StreamReader(lines, CP, "s").column_slices()]
     assert got == want and len(rej) == (0 if exact else 1)
     assert exact or "Hot(wt1, 99)" in rej[0]
-    if exact and S._scanner() is not None:
+    if exact and blocks._scanner() is not None:
         assert feed._thread is None
     if not exact:
         assert feed._thread is not None and not feed._thread.is_alive()
@@ -223,7 +227,7 @@ def test_the_c_scanner_gives_the_polars_frame(rows, max_gap, after):
     the block) is the frame of the Polars path, and it declines exactly the blocks that path
     does not take whole (late for a predicate's or an instance's δ, wildcard patterns
     included; out of order; past max_gap)."""
-    if S._scanner() is None:
+    if blocks._scanner() is None:
         pytest.skip("no C kernels")
     lines, tick = [], 0
     for pred, d, y, step, lag in rows:
@@ -231,14 +235,14 @@ def test_the_c_scanner_gives_the_polars_frame(rows, max_gap, after):
         t = max(0, tick - lag)
         fact = f"Seen({d}, {y}, {t})" if pred == "Seen" else f"{pred}({d}, {t})"
         lines.append(json.dumps({"tick": tick, "fact": fact}))
-    meta = S.edb_meta(CP)
-    got = S._scan_block(lines, 7, CP, after, max_gap, meta)
-    old = S._scanner
-    S._scanner = lambda: None
+    meta = blocks.edb_meta(CP)
+    got = blocks._scan_block(lines, 7, CP, after, max_gap, meta)
+    old = blocks._scanner
+    blocks._scanner = lambda: None
     try:
-        want = S.parse_block(lines, 7, CP, "s", after, max_gap, meta)
+        want = blocks.parse_block(lines, 7, CP, "s", after, max_gap, meta)
     finally:
-        S._scanner = old
+        blocks._scanner = old
     if got is None:
         assert isinstance(want, list)
     else:
@@ -254,7 +258,7 @@ def _columns_are_the_frames(scanned):
     for tick, part in scanned.tick_parts():
         halves = [part] if part.height < 2 else [part.rows(0, part.height // 2),
                                                  part.rows(part.height // 2, part.height)]
-        sl, ref = S.Slice(tick), S.Slice(tick)
+        sl, ref = Slice(tick), Slice(tick)
         for h in halves:
             sl.add_frame(h)
             ref.add_frame(h.to_frame())
@@ -296,18 +300,18 @@ def test_one_odd_line_in_a_block_the_c_scanner_reads(line, exact):
     scanner reads: the scanner declines a block with a line not written exactly; the
     frame it gives is the Polars path's; the block reads as the line-by-line reader reads
     it."""
-    if S._scanner() is None:
+    if blocks._scanner() is None:
         pytest.skip("no C kernels")
     lines = [json.dumps({"tick": 1, "fact": f"Hot(wt{i}, 1)"}) for i in range(70)]
     lines[33] = line
-    assert (S._scanner()(lines, S.MAX_LINE, {}) is not None) == exact
-    got = S._scan_block(lines, 1, CP, -1, None, S.edb_meta(CP))
-    old = S._scanner
-    S._scanner = lambda: None
+    assert (blocks._scanner()(lines, blocks.MAX_LINE, {}) is not None) == exact
+    got = blocks._scan_block(lines, 1, CP, -1, None, blocks.edb_meta(CP))
+    old = blocks._scanner
+    blocks._scanner = lambda: None
     try:
-        want = S.parse_block(lines, 1, CP, "s", -1, None)
+        want = blocks.parse_block(lines, 1, CP, "s", -1, None)
     finally:
-        S._scanner = old
+        blocks._scanner = old
     assert got is None or (not isinstance(want, list) and got.to_frame().equals(want))
     (got, rej, ign, _), (want, wrej, wign, _) = (_read(lines, None, b) for b in (True, False))
     assert [(t, e) for t, e, _ in got] == [(t, e) for t, e, _ in want]
@@ -340,13 +344,13 @@ def test_the_c_scanner_round_trips_what_it_takes(lines):
     written exactly as json.dumps writes a canonical fact line."""
     import re
 
-    scan = S._scanner()
+    scan = blocks._scanner()
     if scan is None:
         pytest.skip("no C kernels")
-    got = scan(lines, S.MAX_LINE, {})
-    exact = re.compile(S._BLOCK_EXACT)
+    got = scan(lines, blocks.MAX_LINE, {})
+    exact = re.compile(blocks._BLOCK_EXACT)
     if got is None:
-        assert not all(exact.fullmatch(x) and len(x) <= S.MAX_LINE for x in lines)
+        assert not all(exact.fullmatch(x) and len(x) <= blocks.MAX_LINE for x in lines)
         return
     ticks, ts, pid, preds, nargs, flat, dx = got
     at = 0

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasoning.language.compiler import compile_file
-from reasoning.stream.reader import JSON_SPACE, MAX_TIME, Rejection, StreamReader, parse_line, read_stream
+from reasoning.stream.blocks import JSON_SPACE, parse_line
+from reasoning.stream.facts import MAX_TIME, Rejection
+from reasoning.stream.reader import StreamReader, read_stream
 from tests.helpers import EXAMPLES, ROOT
 
 CP = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
@@ -61,7 +63,7 @@ def test_lines_out_of_order_are_rejected_and_slices_come_in_order():
 
 def test_the_reader_holds_one_slice_not_the_stream():
     """A generator of lines is consumed a block at a time (the rest is not read ahead)."""
-    from reasoning.stream.reader import BLOCK_LINES
+    from reasoning.stream.blocks import BLOCK_LINES
 
     read = []
 
@@ -80,7 +82,7 @@ def test_the_reader_holds_one_slice_not_the_stream():
 
 def test_a_block_of_long_lines_is_cut_short():
     """Blocks are bounded in characters too: long lines are read fewer at a time."""
-    from reasoning.stream.reader import BLOCK_CHARS
+    from reasoning.stream.blocks import BLOCK_CHARS
 
     read = []
     pad = " " * 60000
@@ -98,7 +100,7 @@ def test_a_block_of_long_lines_is_cut_short():
 
 def _general(raw: str, no: int):
     """parse_line without its fast path (json.loads and the fact parser)."""
-    import reasoning.stream.reader as S
+    import reasoning.stream.blocks as S
 
     fast, S._FAST = S._FAST, __import__("re").compile(r"(?!)")
     try:
@@ -191,7 +193,7 @@ def test_an_implausible_jump_is_rejected_not_run_for_days(tmp_path):
 
 def test_structured_rows_read_as_the_lake_reads_them(tmp_path):
     """{"tick", "pred", "args", "time"} rows — what producers write to the lake — are read by
-    `hypo run` too, with the lake's rules and reasons (one parser: stream.structured_fact),
+    `hypo run` too, with the lake's rules and reasons (one parser: stream.facts.structured_fact),
     so `hypo run` can check a lake fed that way."""
     from jobs.ingest.files import Parsed, read_jsonl
 
@@ -281,7 +283,9 @@ def test_a_huge_line_in_a_file_is_rejected_without_holding_it(tmp_path):
     the facts around it are read — from a plain file and from a gzip one."""
     import gzip
 
-    from reasoning.stream.reader import MAX_LINE, bounded_lines, open_stream, read_stream_file
+    from reasoning.stream.blocks import MAX_LINE
+    from reasoning.stream.reader import read_stream_file
+    from reasoning.stream.sources import bounded_lines, open_stream
 
     big = '[' + ','.join(['{"tick": 0, "fact": "Hot(wt1, 0)"}'] * 90_000) + ']'
     text = ('{"tick": 0, "fact": "Hot(wt1, 0)"}\n' + big + '\n'
@@ -310,7 +314,7 @@ def test_bounded_blocks_give_bounded_lines_lines(runs, chunk, per_block, chars):
     that the cuts fall across chunk boundaries)."""
     import io
 
-    from reasoning.stream.reader import reader as stream
+    import reasoning.stream.sources as stream
 
     text = "".join(c * n for n, c in runs)
     old = stream.MAX_LINE

@@ -12,7 +12,7 @@ tick's dq record.  The expectations:
   time ≤ τ           no fact from the future of its arrival tick
   lateness           τ ≤ time + δ(fact): arrived while still future-possible
 
-A row failing any of these checks goes to quarantine with the reason reasoning.stream.reader.validate
+A row failing any of these checks goes to quarantine with the reason reasoning.stream.facts.validate
 gives (the same text `hypo run` prints: jobs/ingest/validate.py computes it relationally), so the
 lake and `hypo run` refuse the same facts.
 """

@@ -18,8 +18,9 @@ from typing import Any, Iterator, Optional
 
 from reasoning.language.compiler import CompiledProgram
 from reasoning.language.errors import ProgramError
-from reasoning.stream.reader import (GZIP_MAGIC, JSON_SPACE, MAX_LINE, MAX_TIME, DamagedArchive,
-                              is_gzip, parse_fact_text, structured_fact)
+from reasoning.stream.blocks import JSON_SPACE, MAX_LINE
+from reasoning.stream.facts import MAX_TIME, parse_fact_text, structured_fact
+from reasoning.stream.sources import GZIP_MAGIC, DamagedArchive, is_gzip
 
 from jobs.errors import InputError
 

@@ -1,7 +1,7 @@
 """Validation of a slice D|τ as relational operations (the backend interface of
 reasoning/columnar/backends/polars.py: Spark SQL in the JVM, or Polars on the driver — no Python
 touches a row): the reason of every refused row — the same text `hypo run` prints
-(reasoning.stream.reader.validate), in the same order of checks — and the duplicates.  Great
+(reasoning.stream.facts.validate), in the same order of checks — and the duplicates.  Great
 Expectations then checks the slice on the same frame (its Spark execution engine, or pandas
 on the driver) for the tick's data-quality record.
 
@@ -29,7 +29,7 @@ from reasoning.columnar.layout import BOOL, INT, OBJ
 from reasoning.language.compiler import CompiledProgram
 from reasoning.language.declared import IGNORED, declared_unused
 from reasoning.language.errors import did_you_mean
-from reasoning.stream.reader import NOT_STREAMED, not_streamed
+from reasoning.stream.facts import NOT_STREAMED, not_streamed
 
 from jobs.ingest.dq import GX_COLUMNS, _label, expectations
 

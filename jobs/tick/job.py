@@ -161,7 +161,7 @@ def preflight(lake: Lake, tau: int, done: Optional[dict] = None, log=None,
     removed and no run has computed again since (before any Spark work).  log: the ticks
     log if the caller has it; needs_state=False: the tick does not read S_{τ-1} (a quiet
     stretch's replay)."""
-    from reasoning.stream.reader import MAX_TIME
+    from reasoning.stream.facts import MAX_TIME
 
     if tau < 0:
         raise TickOrderError(f"tick {tau} is negative")
