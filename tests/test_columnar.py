@@ -60,21 +60,21 @@ PROPS = settings(max_examples=budget(120), deadline=None,
 @PROPS
 @given(cases(negation=True, multi_time=True), st.booleans(), st.booleans(), st.booleans())
 def test_random_programs_same_state_and_lines_every_tick(case, forget, plan_only, flips):
-    """plan_only: every new row rendered by the string plan (render.PYTHON_NEW_ROWS = 0), else
-    a tick's few new rows by the object builder, as `hypo run` does.  flips: the render
+    """plan_only: every new row rendered by the string plan (objects.PYTHON_NEW_ROWS = 0),
+    else a tick's few new rows by the object builder, as `hypo run` does.  flips: the render
     cache left off after one look-up without a hit and tried again every third tick (by
     default after 8, every 16th)."""
-    from reasoning.columnar.render.answers import answers as render
+    from reasoning.columnar.render import cache, objects
 
-    old = render.PYTHON_NEW_ROWS, render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE
-    render.PYTHON_NEW_ROWS = 0 if plan_only else old[0]
+    old = objects.PYTHON_NEW_ROWS, cache.RENDER_CACHE_MISSES, cache.RENDER_CACHE_PROBE
+    objects.PYTHON_NEW_ROWS = 0 if plan_only else old[0]
     if flips:
-        render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE = 1, 3
+        cache.RENDER_CACHE_MISSES, cache.RENDER_CACHE_PROBE = 1, 3
     try:
         cp = compile_program(case.text, "<gen>")
         assert_same_run(cp, case.stream, _until(cp, case), forget)
     finally:
-        render.PYTHON_NEW_ROWS, render.RENDER_CACHE_MISSES, render.RENDER_CACHE_PROBE = old
+        objects.PYTHON_NEW_ROWS, cache.RENDER_CACHE_MISSES, cache.RENDER_CACHE_PROBE = old
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,
@@ -116,9 +116,9 @@ def test_exclusions_render_as_columns(few, monkeypatch):
     rendered by the string plan or (arrays) the compiled row formatter, not the Python
     object builder: same lines, no Python row (few: a tick's at most `few` new rows may go
     to the object builder, as `hypo run` does: the formatter takes them first)."""
-    from reasoning.columnar.render.answers import answers as render
+    from reasoning.columnar.render import objects
 
-    monkeypatch.setattr(render, "PYTHON_NEW_ROWS", few)
+    monkeypatch.setattr(objects, "PYTHON_NEW_ROWS", few)
     cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))
     st_ = read_stream_file(str(EXAMPLES / "wind_turbines.jsonl"), cp)
     stream = {t: [f for f, _ in v] for t, v in st_.slices.items()}

@@ -620,7 +620,7 @@ def _quarantine_frame(B, v):
     """The slice's rejected and duplicate rows (not `ignored`) as quarantine rows, with the
     fact's text rebuilt from its columns."""
     from reasoning.columnar.layout import INT, OBJ
-    from reasoning.columnar.render.answers import BARE
+    from reasoning.columnar.render.plan import BARE
 
     def cfmt(e):
         return B.when(B.str_matches(e, BARE), e, B.concat_str(

@@ -1,5 +1,5 @@
 """The `hypo run` lines of plain rows built by a Python function compiled once per template
-and binding pattern (render.py's string plan, specialised): a row whose every printed string
+and binding pattern (plan.py's string plan, specialised): a row whose every printed string
 is its own JSON text between quotes (bare constants), whose nogoods are single-variable ones
 (`excluded`) if any, and whose template prints no time constraint.  ~0.7 µs a row of a
 one-literal template, against ~3 µs for the plan's Polars operations on a tick's ~10³ new
@@ -24,7 +24,7 @@ _BARE_LINES = re.compile(r"(?:(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)\n)*")
 
 
 def all_bare(values: list) -> bool:
-    """Every value a bare name or number (render.BARE), checked in one regex pass (a null
+    """Every value a bare name or number (plan.BARE), checked in one regex pass (a null
     or a non-string is none)."""
     try:
         return not values or _BARE_LINES.fullmatch("\n".join(values) + "\n") is not None
@@ -44,7 +44,7 @@ class Unformattable(Exception):
 
 def exclusions(items, names: tuple) -> tuple[str, str]:
     """A row's nogoods (`v:c` texts) as its `excluded` JSON object and the items of its
-    answer key's exclusions (render.Renderer._excluded_exprs), split by
+    answer key's exclusions (plan.StringPlan._excluded_exprs), split by
     layout.split_nogood_list: names holds (JSON of the printed name, variable) sorted by
     name."""
     if not items:
@@ -206,7 +206,7 @@ def compile_row_formatter(tp, P: frozenset, query_text: str,
     `tick`, for rows of template `tp` under binding pattern P: `columns` holds, for each
     variable of sorted(P), its values as a list (strings for objects, integers for times);
     ev the evidence masks; dl the deadlines (None: null); with `excluded` — [(printed name,
-    variable)] sorted by name, render.Renderer._exclusion_names — ng the rows' nogood lists
+    variable)] sorted by name, plan.StringPlan._exclusion_names — ng the rows' nogood lists
     (`v:c` texts; Unformattable is raised for one it cannot print), else None."""
     vs = sorted(P)
 
