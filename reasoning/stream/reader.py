@@ -10,7 +10,8 @@ from typing import Iterable, Iterator, Optional
 
 from reasoning.language.compiler import CompiledProgram
 from reasoning.semantics.patterns import Fact
-from reasoning.stream.blocks import BLOCK_CHARS, BLOCK_LINES, Heartbeat, Ignored, edb_meta, parse_block
+from reasoning.stream.blocks import (BLOCK_CHARS, BLOCK_LINES, Heartbeat, Ignored, edb_meta,
+                                     parse_block)
 from reasoning.stream.facts import Rejection
 from reasoning.stream.scanned import Scanned
 from reasoning.stream.slices import Slice, Stream
