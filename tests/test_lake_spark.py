@@ -14,7 +14,7 @@ import pytest
 
 from jobs.table import delta
 from jobs import lake as api
-from jobs.tick.job import job as tickjob
+from jobs.tick import job as tickjob
 from jobs.errors import ConcurrentTickError, InjectedFault, TickOrderError
 from jobs.ingest.generate import random_case, turbine_program, turbine_stream, write_jsonl
 from jobs.table.store import Lake

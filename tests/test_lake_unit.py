@@ -445,7 +445,7 @@ def test_facts_ingested_while_a_tick_runs_are_reported_late_until_it_is_rerun(tm
     `status` names the tick and the rows (partition rows now > rows the tick read) and the
     re-run to do; after it, nothing is late."""
     from jobs import lake as api
-    from jobs.tick.job import job as tickjob
+    from jobs.tick import job as tickjob
 
     lake = str(tmp_path / "lake")
     api.init(lake, TURBINES)
@@ -605,10 +605,11 @@ def test_large_local_frames_are_written_as_parallel_files(tmp_path, monkeypatch)
     whole (forced here with a tiny split size)."""
     from deltalake import DeltaTable
 
-    from jobs.tick.job import job as tick_mod
+    from jobs.table import adapters
+    from jobs.tick import resources
 
-    monkeypatch.setattr(tick_mod, "LOCAL_FILE_ROWS", 1)
-    monkeypatch.setattr(tick_mod.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(adapters, "LOCAL_FILE_ROWS", 1)
+    monkeypatch.setattr(resources.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     lake = str(tmp_path / "lake")
     check_lake_equals_run(lake, "examples/wind_turbines.tdl", "examples/wind_turbines.jsonl",
                           "OK(X, T)")
@@ -625,9 +626,10 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     memory available, Spark beyond; on a cluster master the 500 000-row rule;
     HYPO_LAKE_LOCAL_MAX overrides both; a forced executor is kept."""
     import jobs.tick.job as tk
+    from jobs.tick import resources
 
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX", raising=False)
-    monkeypatch.setattr(tk, "available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr(resources, "available_memory", lambda: 8 * 2**30)
 
     def pick(master, rows, executor="auto"):
         ctx = tk.TickContext(None, 3, "r", None, executor, master)
@@ -643,10 +645,10 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "100")
     assert pick("local[2]", 101) == "spark" and pick("local[2]", 100) == "local"
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX")
-    monkeypatch.setattr(tk, "available_memory", lambda: None)
+    monkeypatch.setattr(resources, "available_memory", lambda: None)
     assert pick("local[2]", 500_001) == "spark"
     monkeypatch.undo()
-    got = tk.available_memory()
+    got = resources.available_memory()
     assert got is None or got > 0
 
 
@@ -656,7 +658,7 @@ def test_local_reader_conforms_files_of_different_schemas(tmp_path):
     read like Spark reads it (nulls for the missing, extra columns ignored)."""
     import polars as pl
 
-    from jobs.tick.job import LocalIO
+    from jobs.table.adapters import LocalIO
 
     a, b = str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")
     pl.DataFrame({"pred": ["Hot"], "args": [["wt1"]],
@@ -690,12 +692,12 @@ def test_gx_beside_the_engine_records_the_same_dq(tmp_path, monkeypatch):
     s.write_text('{"tick": 0, "fact": "Hot(wt1, 0)"}\n{"tick": 0, "fact": "Hot(wt2, 0)"}\n'
                  '{"tick": 0, "fact": "Hot(wt2, 0)"}\n{"tick": 0, "fact": "Hot(wt3, 9)"}\n'
                  '{"tick": 0, "fact": "Cold(wt1, 0)"}\n')
-    import jobs.tick.job as jt
+    from jobs.tick import resources
 
     got = {}
     for beside, cpus in ((True, 2), (False, 2), (True, 1)):
         monkeypatch.setattr(jv, "GX_BESIDE", beside)
-        monkeypatch.setattr(jt, "usable_cpus", lambda: cpus)
+        monkeypatch.setattr(resources, "usable_cpus", lambda: cpus)
         lake = str(tmp_path / f"lake{beside}{cpus}")
         api.init(lake, TURBINES)
         api.ingest(lake, 0, [str(s)])

@@ -152,7 +152,7 @@ def test_a_vacuum_while_a_tick_runs_fails_the_tick_cleanly(lake8, tmp_path):
     """Both commit to the state table conditionally: the tick that loses is refused with one
     line, nothing half-written, and its re-run gives the answers of the first run."""
     from jobs import lake as api
-    from jobs.tick.job import job as tickjob
+    from jobs.tick import job as tickjob
     from jobs.errors import LakeError
     from jobs.maintenance.retention import vacuum
 

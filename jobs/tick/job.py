@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -38,13 +37,15 @@ import pyarrow.parquet as pq
 
 from reasoning.util.atomic import write_json
 from reasoning.language.compiler import CompiledProgram
-from schemas.lake import arrow_schema, spark_ddl
+from schemas.lake import arrow_schema
 
 from jobs.table import damage, delta
+from jobs.table.adapters import LocalIO, SparkIO
 from jobs.ingest.dq import empty_summary
 from jobs.errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
                      library_error)
 from jobs.table.store import Lake, rerun_advice, rerunnable, stretch_of
+from jobs.tick import resources
 
 HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, tick)
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
@@ -60,70 +61,6 @@ def format_atom(obj: dict) -> str:
     from reasoning.semantics.explain import format_atom_answer
 
     return format_atom_answer(obj)
-
-
-try:
-    import resource as _resource  # the driver's peak memory (Unix only)
-except ImportError:
-    _resource = None
-
-
-class Timer:
-    """Wall-clock seconds per phase of a tick (reported in the summary: where the time goes),
-    and the driver's peak resident memory during the tick after each phase (where the memory
-    goes): Linux's VmHWM, reset when the tick starts, so a process that runs many ticks
-    reports each tick's own peak; elsewhere the process's ru_maxrss."""
-
-    def __init__(self):
-        import time
-
-        self._now = time.perf_counter
-        self.t = self._now()
-        self.phases: dict[str, float] = {}
-        self.peaks: dict[str, float] = {}
-        self._hwm = _reset_peak()
-
-    def lap(self, name: str) -> None:
-        t = self._now()
-        self.phases[name] = round(self.phases.get(name, 0.0) + t - self.t, 4)
-        self.t = t
-        gb = _peak_gb(self._hwm)
-        if gb is not None:
-            self.peaks[name] = gb
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, e.g. `taskset`), else all."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS mark of this process (Linux ≥ 4.0); False elsewhere."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_gb(hwm: bool) -> Optional[float]:
-    """The driver's peak resident memory in GiB: VmHWM since _reset_peak, or ru_maxrss."""
-    if hwm:
-        try:
-            with open("/proc/self/status") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        return round(int(line.split()[1]) / 2**20, 2)
-        except OSError:
-            pass
-    if _resource is None:
-        return None
-    kb = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss  # KiB (bytes on macOS)
-    return round(kb / (2**30 if sys.platform == "darwin" else 2**20), 2)
 
 
 @dataclass
@@ -285,100 +222,6 @@ def _facts_files(ctx: TickContext) -> tuple[list[str], list[dict]]:
     return good, bad
 
 
-LOCAL_FILE_ROWS = 250_000  # the local executor splits a table's file above twice this
-
-
-class LocalIO:
-    """The plan's frames in the driver's memory (Polars on Arrow); pyarrow writes them."""
-
-    name = "local"
-
-    def __init__(self):
-        from reasoning.columnar.backends.polars import PolarsBackend
-
-        self.B = PolarsBackend()
-
-    def read(self, files: list[str], kind: str):
-        """Polars' own Parquet reader, conformed to the table's schema (a column missing from
-        older files reads as nulls): half the time and memory of pyarrow + from_arrow, which
-        holds the Arrow table and its Polars copy at once."""
-        import polars as pl
-
-        target = _polars_schema(kind)
-        if not files:
-            return pl.DataFrame(schema=target)
-
-        def one(f: str):  # files may differ (a producer's extra or missing columns)
-            df = pl.read_parquet(f, hive_partitioning=False)
-            have = set(df.columns)
-            return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
-                              for c, t in target.items()])
-
-        return pl.concat([one(f) for f in files], how="vertical", rechunk=False)
-
-    def checkpoint(self, df):
-        return df
-
-    def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
-        """One Parquet file written by Polars (no Arrow copy of the frame), or for a large
-        frame one per CPU written by parallel threads."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        target = _polars_schema(kind)
-        df = df[list(target)]  # getitem: an eager select would align the columns' chunks
-        if df.schema != target:  # (a copy of the whole frame)
-            df = df.cast(target)
-        n = df.height
-        k = max(1, min(usable_cpus(), n // LOCAL_FILE_ROWS))
-        step = -(-n // k) if n else 0
-
-        def one(i: int):
-            fname = f"{name}.parquet" if k == 1 else f"{name}-{i:03d}.parquet"
-            rel = os.path.join(rel_dir, fname)
-            os.makedirs(os.path.join(table_dir, rel_dir), exist_ok=True)
-            part = df if k == 1 else df.slice(i * step, step)
-            part.write_parquet(os.path.join(table_dir, rel), compression="snappy",
-                               statistics=True)
-            return delta.file_action(table_dir, rel, pv)
-
-        if k == 1:
-            return [one(0)]
-        with ThreadPoolExecutor(k) as ex:
-            return list(ex.map(one, range(k)))
-
-
-def _polars_schema(kind: str) -> dict:
-    """The Polars dtypes of a table's file columns (partition columns excluded)."""
-    import polars as pl
-
-    return dict(pl.from_arrow(arrow_schema(kind, with_partitions=False).empty_table()).schema)
-
-
-class SparkIO:
-    """The plan as Spark SQL over DataFrames (jobs/tick/spark_plan.py); Spark writes them."""
-
-    name = "spark"
-
-    def __init__(self, spark):
-        from jobs.tick.spark_plan import SparkBackend
-
-        self.spark = spark
-        self.B = SparkBackend(spark)
-
-    def read(self, files: list[str], kind: str):
-        ddl = spark_ddl(kind, with_partitions=False)
-        if not files:
-            return self.spark.createDataFrame([], ddl)
-        return self.spark.read.schema(ddl).parquet(*files)
-
-    def checkpoint(self, df):
-        return self.B.materialize_now(df)
-
-    def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
-        df.write.mode("overwrite").parquet(os.path.join(table_dir, rel_dir))
-        return delta.dir_actions(table_dir, rel_dir, pv)
-
-
 def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
     """(rows, order-independent digest: XOR of the 64-bit hashes of the rows, status counts)
     of Parquet files — computed the same way whichever executor wrote them."""
@@ -421,51 +264,33 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     if env:
         return "local" if rows <= int(env) else "spark"
     master = ctx.master or ""
-    avail = available_memory() if master == "local" or master.startswith("local[") else None
+    avail = (resources.available_memory() if master == "local" or master.startswith("local[")
+             else None)
     if avail is not None:
         return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
     return "local" if rows <= CLUSTER_LOCAL_MAX else "spark"
 
 
-def available_memory() -> Optional[int]:
-    """Bytes this process may still allocate: MemAvailable, capped by the cgroup's limit
-    (a container's memory.max less what the cgroup uses); None where neither is known."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            lim = fh.read().strip()
-        if lim != "max":
-            with open("/sys/fs/cgroup/memory.current") as fh:
-                free = int(lim) - int(fh.read().strip())
-            avail = free if avail is None else min(avail, free)
-    except (OSError, ValueError):
-        pass
-    return avail
-
-
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
-            bad_files: list[dict], tm: "Timer") -> dict:
+            bad_files: list[dict], tm: "resources.Timer") -> dict:
     """Steps 1-4 up to (not including) the commits; returns what the commits need."""
     from reasoning.columnar.layout import INT, OBJ
     from reasoning.util.gcpause import frozen_survivors
     from reasoning.semantics.patterns import Fact
 
-    from jobs.tick.job import confidence
+    from jobs.tick import confidence
     from jobs.table.state import STATE_KINDS, load_state, state_frame
     from jobs.ingest.dq import GX_COLUMNS
     from jobs.ingest.validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary, with_duplicates,
                            with_hints, with_reasons)
 
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
-    io = SparkIO(spark()) if ctx.used == "spark" else LocalIO()
+    if ctx.used == "spark":
+        from jobs.tick.spark_plan import SparkBackend
+
+        io = SparkIO(SparkBackend(spark()))
+    else:
+        io = LocalIO(resources.usable_cpus())
     B = io.B
     prev = io.read(prev_files, "state") if prev_files else None
     # ---- 1. D|τ, validated
@@ -491,7 +316,8 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     beside = None  # GX checks the slice on a thread while the local executor's engine runs
     if not n_slice:
         dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
-    elif io.name == "local" and GX_BESIDE and n_slice <= GX_CHUNK_ROWS and usable_cpus() > 1:
+    elif (io.name == "local" and GX_BESIDE and n_slice <= GX_CHUNK_ROWS
+          and resources.usable_cpus() > 1):
         # (on one CPU the two threads would only take turns; the thread holds the six checked
         # columns only; above one chunk of rows the checks' pandas copies would add to the
         # engine's peak memory: GX then runs first, as it does on the Spark executor)
@@ -733,7 +559,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     if executor not in EXECUTORS:
         raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
     cp = lake.program
-    tm = Timer()
+    tm = resources.Timer()
     run = uuid.uuid4().hex[:12]
     ctx = TickContext(lake, tau, run, cp, executor, master)
     # versions read at the start: every commit of this run is conditional on them
@@ -810,7 +636,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
 
     lake.require()
     cp = lake.program
-    tm = Timer()
+    tm = resources.Timer()
     run = uuid.uuid4().hex[:12]
     tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
     versions = {k: t.version() for k, t in tables.items()}
@@ -828,7 +654,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
         raise LakeError(f"internal error: the replay of the quiet stretch {first}..{last} "
                         f"ends with {len(shown)} non-pending answer(s); run the ticks one by "
                         f"one (`hypo lake tick`)")
-    io = LocalIO()
+    io = LocalIO(resources.usable_cpus())
     B = io.B
     state_df = _row_state(B, eng, cp)
     tm.lap(f"replay of ticks {start}..{last} (row engine, no facts)")
