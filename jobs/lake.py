@@ -308,7 +308,7 @@ def run_tick(lake: str, tick: int, master: Optional[str] = None, *, program: Opt
     """S_{τ-1} + D|τ → S_τ and the tick's answers: Algorithm 1 as one relational plan, on
     Spark or on the driver (executor auto | spark | local), or the row engine on the driver
     (row, the reference); commits via delta-rs (jobs/tick/job.py)."""
-    from jobs.tick.job import job as tickjob
+    from jobs.tick import job as tickjob
     from jobs.tick.spark import planned_master, session
 
     L = Lake(lake).require()
@@ -338,8 +338,8 @@ def run_ticks(lake: str, start: int, end: int, master: Optional[str] = None, *,
     from reasoning.row.engine import Engine
     from reasoning.run.session import quiet_margin, quiet_stretch
 
-    from jobs.tick.job import confidence
-    from jobs.tick.job import job as tickjob
+    from jobs.tick import confidence
+    from jobs.tick import job as tickjob
 
     from reasoning.stream.facts import MAX_TIME
 
