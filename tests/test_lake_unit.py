@@ -862,7 +862,7 @@ def test_the_history_prefilter_keeps_every_answer_that_covers_the_atom(subs, wan
     """`hypo lake history` parses only the substitutions Arrow keeps (lake._may_cover): it
     must keep every answer `_covers` accepts, whatever the values (quotes, line separators,
     text Arrow would read as a date or a number, integers past 2⁶³)."""
-    from jobs.lake import _covers, _may_cover
+    from jobs.audit.queries import _covers, _may_cover
 
     col = pa.chunked_array([[json.dumps(s, ensure_ascii=ascii_, sort_keys=True)
                              for s in subs]], pa.string())
@@ -874,7 +874,7 @@ def test_the_history_prefilter_keeps_every_answer_that_covers_the_atom(subs, wan
 
 
 def test_the_history_prefilter_drops_answers_bound_to_other_values():
-    from jobs.lake import _may_cover
+    from jobs.audit.queries import _may_cover
 
     subs = ['{"T": 3, "X": "wt1"}', '{"T": 4, "X": "wt1"}', '{"X": "wt2"}', '{"T": 3}', "{}",
             None]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.table import delta
-from jobs.lake import late_facts
+from jobs.audit.queries import late_facts
 from jobs.table.store import PHASES, Done, Lake, TicksLog, stretches
 
 
