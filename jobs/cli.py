@@ -169,220 +169,6 @@ def _answer_text(o: dict) -> str:
     return f"  {o['status']:<14}{atom}   needs {'; '.join(o['hypotheses'])}"
 
 
-def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
-    from jobs import lake as api
-
-    lake = getattr(args, "lake", None)
-    if args.cmd == "init":
-        r = api.init(lake, args.program, args.query, args.confidence)
-        verb = "created" if r["created"] else "already initialised"
-        out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "
-                  f"{r['query']}{', with confidence' if r['confidence'] else ''}\n")
-        return 0
-    if args.cmd == "ingest":
-        r = api.ingest(lake, args.tick, args.files, args.master, max_gap=args.max_gap)
-        if args.format == "json":
-            out.write(json.dumps(r, sort_keys=True) + "\n")
-        elif r["skipped"]:
-            out.write(f"batch {r['batch']}: already ingested, nothing to do\n")
-        else:
-            ticks = ", ".join(f"tick {t}: {n}" for t, n in r["by_tick"].items()) or "none"
-            reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items()))
-            beats = f", {r['heartbeats']} heartbeat(s)" if r.get("heartbeats") else ""
-            out.write(f"batch {r['batch']}: {r['accepted']} fact row(s) ({ticks}), "
-                      f"{r['rejected']} quarantined{' (' + reasons + ')' if reasons else ''}"
-                      f"{beats}\n")
-            if r.get("warning"):
-                out.write(f"warning: {r['warning']}\n")
-        return 0
-    if args.cmd == "tick":
-        s = api.run_tick(lake, args.tick, args.master, program=args.program,
-                         executor=args.executor)
-        out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
-                  else _tick_line(s) + "\n")
-        return 0
-    if args.cmd == "run":
-        start, end = args.start, args.end
-        if start is None or end is None:
-            s0, e0 = api.default_range(lake)
-            start = s0 if start is None else start
-            end = e0 if end is None else end
-            if start > end:
-                out.write(f"nothing to run: ticks up to {end} are complete\n")
-                return 0
-        for s in api.run_ticks(lake, start, end, args.master, program=args.program,
-                               executor=args.executor, skip=not args.no_skip):
-            out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
-                      else _tick_line(s) + "\n")
-            out.flush()
-        return 0
-    if args.cmd == "answers":
-        from jobs.table.store import Lake
-
-        objs = api.read_answers(lake, args.tick, args.status)
-        tick = args.tick if args.tick is not None else Lake(lake).last_tick()
-        if args.format == "jsonl":
-            if not objs:
-                out.write(json.dumps({"tick": tick, "query": Lake(lake).program_info.get("main"),
-                                      "status": "none"}) + "\n")
-            for o in objs:
-                out.write(json.dumps(o, ensure_ascii=False) + "\n")
-        else:
-            out.write(f"tick {tick}: {len(objs)} answer(s)\n")
-            for o in objs:
-                out.write(_answer_text(o) + "\n")
-        return 0
-    if args.cmd == "history":
-        from jobs.table.store import Lake
-
-        ev = api.history(lake, args.atom)
-        if args.format == "jsonl":
-            for e in ev:
-                out.write(json.dumps(e, ensure_ascii=False) + "\n")
-            return 0
-        cut = Lake(lake).answers_from()
-        since = (f" (answers before tick {cut} were removed by `hypo lake vacuum`)"
-                 if cut else "")
-        if not ev:
-            out.write(f"{args.atom}: no answer covers it at any completed tick{since}\n")
-            return 0
-        out.write(f"history of {args.atom}{since}:\n")
-        for e in ev:
-            how = "" if e["exact"] or e["status"] == "refuted" else \
-                "  (covered by a schematic answer)"
-            detail = ""
-            if e["status"] == "definite":
-                detail = f"   because {'; '.join(e['evidence'])}"
-            elif e["status"] in ("hypothetical", "pending"):
-                detail = f"   needs {'; '.join(e['hypotheses'])}"
-                if e["evidence"]:
-                    detail += f"   evidence: {'; '.join(e['evidence'])}"
-            out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
-                      f"{e['answer']}{detail}{how}\n")
-        return 0
-    if args.cmd == "report":
-        from jobs.audit.report import write_report
-        from jobs.table.store import Lake
-
-        path = args.out
-        if path is None:
-            L = Lake(lake).require()
-            end = args.end if args.end is not None else L.last_tick()
-            path = os.path.join(L.root, "reports", f"ticks={args.start or 0}-{end}.html")
-        r = write_report(lake, path, args.start, args.end)
-        out.write(f"report of ticks {r['start']}..{r['end']}: {r['answers']} answer(s) "
-                  f"({r['confirmed']} confirmed, {r['refuted']} refuted, {r['open']} open), "
-                  f"{r['bytes']} bytes -> {r['path']}\n")
-        return 0
-    if args.cmd == "verify":
-        from jobs.maintenance.verify import verify
-
-        r = verify(lake, deep=args.deep)
-        if args.format == "json":
-            out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
-        else:
-            for line in r["lines"]:
-                out.write(f"damaged: {line}\n")
-            tables = ", ".join(f"{k} v{c['version']} ({c['files']} file(s))"
-                               for k, c in r["checked"].items())
-            if r["ok"]:
-                out.write(f"lake {r['lake']}: no damage found ({tables})\n")
-            else:
-                out.write(f"lake {r['lake']}: {len(r['lines'])} problem(s); fix them in the "
-                          f"order listed, then run `hypo lake verify` again\n")
-        return 0 if r["ok"] else 1
-    if args.cmd == "vacuum":
-        from jobs.maintenance.retention import RETAIN_HOURS, vacuum
-        from jobs.table.store import rerun_scope
-
-        h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
-        r = vacuum(lake, args.keep_state, h, args.dry_run, args.force, args.keep_answers)
-        if args.format == "json":
-            out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
-            return 0
-        verb = "would remove" if args.dry_run else "removed"
-        for kind, keep, what in (("state", args.keep_state, "S_τ"),
-                                 ("answers", args.keep_answers, "the answers")):
-            k = r[kind]
-            if keep is None and not k["removed_partitions"]:
-                continue  # (an interrupted vacuum's leftovers are removed, and said)
-            if k["removed_partitions"]:
-                after = (rerun_scope(k["from"]) if kind == "state" else
-                         f"answers, history and report start at tick {k['from']}")
-                out.write(f"{kind}: {verb} {what} of {k['removed_partitions']} tick(s) before "
-                          f"tick {k['from']} ({k['removed_rows']} rows); {after}\n")
-            else:
-                out.write(f"{kind}: nothing to remove ({what} kept from tick {k['from']}, last "
-                          f"completed tick {r['last_tick']})\n")
-        files = ", ".join(f"{k} {n}" for k, n in r["deleted_files"].items() if n)
-        verb = "would delete" if args.dry_run else "deleted"
-        out.write(f"files unused for {h} h: {verb} {sum(r['deleted_files'].values())} "
-                  f"({r['deleted_bytes']} bytes{'; ' + files if files else ''})\n")
-        return 0
-    if args.cmd == "migrate":
-        r = api.migrate(lake, args.master)
-        out.write(r["message"] + "\n")
-        return 0
-    if args.cmd == "status":
-        from jobs.table.store import rerun_advice, rerun_scope, rerunnable
-
-        s = api.lake_status(lake)
-        if args.format == "json":
-            out.write(json.dumps(s, sort_keys=True, indent=2) + "\n")
-            return 1 if s["missing_files"] else 0
-        p = s["program"]
-        out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
-                  f"{p['query']}{', with confidence' if p.get('confidence') else ''}\n")
-        out.write(f"  last tick: {s['last_tick']}   completed: "
-                  f"{_ranges(s['completed_ticks'], s.get('quiet_stretches')) or 'none'}")
-        if s.get("quiet_stretches"):
-            out.write(f"   (skipped quiet stretches: "
-                      f"{', '.join(f'{a}..{b}' for a, b in s['quiet_stretches'])})")
-        if s["incomplete_ticks"]:
-            out.write(f"   incomplete (re-run them): {_ranges(s['incomplete_ticks'])}")
-        if s["stale_ticks"]:
-            out.write(f"   stale (their S_τ-1 changed; re-run from {s['stale_ticks'][0]}): "
-                      f"{_ranges(s['stale_ticks'])}")
-        if s.get("late_facts"):
-            late = s["late_facts"]
-            first = s.get("late_rerun_from") or min(late)
-            out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
-                                                      sorted(late.items())) +
-                      " ingested after the tick ran (its answers lack them); ")
-            if rerunnable(first, s.get("state_from", 0)):
-                out.write(f"re-run `hypo lake run --from {first} --to {s['last_tick']}`")
-            else:
-                out.write(f"S_{first - 1} was removed by `hypo lake vacuum`: "
-                          + rerun_advice(first, s["state_from"], s["last_tick"]))
-        if s.get("answers_from"):
-            out.write(f"\n  answers kept from tick {s['answers_from']} (`hypo lake vacuum "
-                      f"--keep-answers`)")
-        if s.get("state_from"):
-            out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
-                      f"--keep-state`): " + rerun_scope(s["state_from"]))
-        out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
-        out.write("  rows (every partition tick=τ): " + ", ".join(
-            f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")
-        if s["last"]:
-            c = s["last"]["counts"]
-            out.write(f"  current (tick {s['last_tick']}, partition tick={s['last_tick']}): "
-                      f"{c.get('answers', 0)} answers, "
-                      f"{c.get('state_rows', 0)} state rows, digest state "
-                      f"{s['last']['state_digest']} answers {s['last']['answers_digest']}\n")
-        q = s["quarantine"]
-        out.write(f"  quarantine: {q['total']} row(s)")
-        if q["by_reason"]:
-            out.write(" — " + ", ".join(f"{k} {v}" for k, v in q["by_reason"].items()))
-        out.write("\n")
-        if s["missing_files"]:
-            out.write("  DAMAGED: files missing under the lake — " + ", ".join(
-                f"{k} {n}" for k, n in s["missing_files"].items()) + "; run `hypo lake verify` "
-                "for which and what to do\n")
-            return 1
-        return 0
-    return 2
-
-
 def _ranges(xs: list[int], stretches=None) -> str:
     """'0..4, 7' of sorted ticks; a skipped quiet stretch [a, b] counts as all its ticks."""
     spans: list[list[int]] = []
@@ -392,6 +178,271 @@ def _ranges(xs: list[int], stretches=None) -> str:
         else:
             spans.append([lo, hi])
     return ", ".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in spans)
+
+
+def _init(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake init`: create the lake (or find it already made for this program)."""
+    from jobs import lake as api
+
+    r = api.init(lake, args.program, args.query, args.confidence)
+    verb = "created" if r["created"] else "already initialised"
+    out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "
+              f"{r['query']}{', with confidence' if r['confidence'] else ''}\n")
+    return 0
+
+
+def _ingest(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake ingest`: load a slice's files; a line of counts per batch."""
+    from jobs import lake as api
+
+    r = api.ingest(lake, args.tick, args.files, args.master, max_gap=args.max_gap)
+    if args.format == "json":
+        out.write(json.dumps(r, sort_keys=True) + "\n")
+    elif r["skipped"]:
+        out.write(f"batch {r['batch']}: already ingested, nothing to do\n")
+    else:
+        ticks = ", ".join(f"tick {t}: {n}" for t, n in r["by_tick"].items()) or "none"
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items()))
+        beats = f", {r['heartbeats']} heartbeat(s)" if r.get("heartbeats") else ""
+        out.write(f"batch {r['batch']}: {r['accepted']} fact row(s) ({ticks}), "
+                  f"{r['rejected']} quarantined{' (' + reasons + ')' if reasons else ''}"
+                  f"{beats}\n")
+        if r.get("warning"):
+            out.write(f"warning: {r['warning']}\n")
+    return 0
+
+
+def _tick(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake tick τ`: compute one tick; its summary line."""
+    from jobs import lake as api
+
+    s = api.run_tick(lake, args.tick, args.master, program=args.program,
+                     executor=args.executor)
+    out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
+              else _tick_line(s) + "\n")
+    return 0
+
+
+def _run(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake run`: compute ticks a..b (default: those due), a line per tick."""
+    from jobs import lake as api
+
+    start, end = args.start, args.end
+    if start is None or end is None:
+        s0, e0 = api.default_range(lake)
+        start = s0 if start is None else start
+        end = e0 if end is None else end
+        if start > end:
+            out.write(f"nothing to run: ticks up to {end} are complete\n")
+            return 0
+    for s in api.run_ticks(lake, start, end, args.master, program=args.program,
+                           executor=args.executor, skip=not args.no_skip):
+        out.write(json.dumps(s, sort_keys=True) + "\n" if args.format == "json"
+                  else _tick_line(s) + "\n")
+        out.flush()
+    return 0
+
+
+def _answers(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake answers`: the answers at a tick, as JSONL or text."""
+    from jobs import lake as api
+    from jobs.table.store import Lake
+
+    objs = api.read_answers(lake, args.tick, args.status)
+    tick = args.tick if args.tick is not None else Lake(lake).last_tick()
+    if args.format == "jsonl":
+        if not objs:
+            out.write(json.dumps({"tick": tick, "query": Lake(lake).program_info.get("main"),
+                                  "status": "none"}) + "\n")
+        for o in objs:
+            out.write(json.dumps(o, ensure_ascii=False) + "\n")
+    else:
+        out.write(f"tick {tick}: {len(objs)} answer(s)\n")
+        for o in objs:
+            out.write(_answer_text(o) + "\n")
+    return 0
+
+
+def _history(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake history ATOM`: the lifecycle of one answer."""
+    from jobs import lake as api
+    from jobs.table.store import Lake
+
+    ev = api.history(lake, args.atom)
+    if args.format == "jsonl":
+        for e in ev:
+            out.write(json.dumps(e, ensure_ascii=False) + "\n")
+        return 0
+    cut = Lake(lake).answers_from()
+    since = (f" (answers before tick {cut} were removed by `hypo lake vacuum`)"
+             if cut else "")
+    if not ev:
+        out.write(f"{args.atom}: no answer covers it at any completed tick{since}\n")
+        return 0
+    out.write(f"history of {args.atom}{since}:\n")
+    for e in ev:
+        how = "" if e["exact"] or e["status"] == "refuted" else \
+            "  (covered by a schematic answer)"
+        detail = ""
+        if e["status"] == "definite":
+            detail = f"   because {'; '.join(e['evidence'])}"
+        elif e["status"] in ("hypothetical", "pending"):
+            detail = f"   needs {'; '.join(e['hypotheses'])}"
+            if e["evidence"]:
+                detail += f"   evidence: {'; '.join(e['evidence'])}"
+        out.write(f"  tick {e['tick']:<4} {e['status']:<13} {e['event']:<22} "
+                  f"{e['answer']}{detail}{how}\n")
+    return 0
+
+
+def _report(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake report`: the lifecycle report as one HTML file."""
+    from jobs.audit.report import write_report
+    from jobs.table.store import Lake
+
+    path = args.out
+    if path is None:
+        L = Lake(lake).require()
+        end = args.end if args.end is not None else L.last_tick()
+        path = os.path.join(L.root, "reports", f"ticks={args.start or 0}-{end}.html")
+    r = write_report(lake, path, args.start, args.end)
+    out.write(f"report of ticks {r['start']}..{r['end']}: {r['answers']} answer(s) "
+              f"({r['confirmed']} confirmed, {r['refuted']} refuted, {r['open']} open), "
+              f"{r['bytes']} bytes -> {r['path']}\n")
+    return 0
+
+
+def _verify(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake verify`: exit 1 if anything is damaged, with what to do."""
+    from jobs.maintenance.verify import verify
+
+    r = verify(lake, deep=args.deep)
+    if args.format == "json":
+        out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
+    else:
+        for line in r["lines"]:
+            out.write(f"damaged: {line}\n")
+        tables = ", ".join(f"{k} v{c['version']} ({c['files']} file(s))"
+                           for k, c in r["checked"].items())
+        if r["ok"]:
+            out.write(f"lake {r['lake']}: no damage found ({tables})\n")
+        else:
+            out.write(f"lake {r['lake']}: {len(r['lines'])} problem(s); fix them in the "
+                      f"order listed, then run `hypo lake verify` again\n")
+    return 0 if r["ok"] else 1
+
+
+def _vacuum(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake vacuum`: bounded storage; what was (or would be) removed."""
+    from jobs.maintenance.retention import RETAIN_HOURS, vacuum
+    from jobs.table.store import rerun_scope
+
+    h = RETAIN_HOURS if args.retain_hours is None else args.retain_hours
+    r = vacuum(lake, args.keep_state, h, args.dry_run, args.force, args.keep_answers)
+    if args.format == "json":
+        out.write(json.dumps(r, sort_keys=True, indent=2) + "\n")
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    for kind, keep, what in (("state", args.keep_state, "S_τ"),
+                             ("answers", args.keep_answers, "the answers")):
+        k = r[kind]
+        if keep is None and not k["removed_partitions"]:
+            continue  # (an interrupted vacuum's leftovers are removed, and said)
+        if k["removed_partitions"]:
+            after = (rerun_scope(k["from"]) if kind == "state" else
+                     f"answers, history and report start at tick {k['from']}")
+            out.write(f"{kind}: {verb} {what} of {k['removed_partitions']} tick(s) before "
+                      f"tick {k['from']} ({k['removed_rows']} rows); {after}\n")
+        else:
+            out.write(f"{kind}: nothing to remove ({what} kept from tick {k['from']}, last "
+                      f"completed tick {r['last_tick']})\n")
+    files = ", ".join(f"{k} {n}" for k, n in r["deleted_files"].items() if n)
+    verb = "would delete" if args.dry_run else "deleted"
+    out.write(f"files unused for {h} h: {verb} {sum(r['deleted_files'].values())} "
+              f"({r['deleted_bytes']} bytes{'; ' + files if files else ''})\n")
+    return 0
+
+
+def _migrate(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake migrate`: convert a lake of the previous state layout."""
+    from jobs import lake as api
+
+    r = api.migrate(lake, args.master)
+    out.write(r["message"] + "\n")
+    return 0
+
+
+def _status(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake status`: ticks, versions, counts, quarantine; exit 1 if files are missing."""
+    from jobs import lake as api
+    from jobs.table.store import rerun_advice, rerun_scope, rerunnable
+
+    s = api.lake_status(lake)
+    if args.format == "json":
+        out.write(json.dumps(s, sort_keys=True, indent=2) + "\n")
+        return 1 if s["missing_files"] else 0
+    p = s["program"]
+    out.write(f"lake {s['lake']}\n  program {p['file']} (sha256 {p['hash'][:12]}), query "
+              f"{p['query']}{', with confidence' if p.get('confidence') else ''}\n")
+    out.write(f"  last tick: {s['last_tick']}   completed: "
+              f"{_ranges(s['completed_ticks'], s.get('quiet_stretches')) or 'none'}")
+    if s.get("quiet_stretches"):
+        out.write(f"   (skipped quiet stretches: "
+                  f"{', '.join(f'{a}..{b}' for a, b in s['quiet_stretches'])})")
+    if s["incomplete_ticks"]:
+        out.write(f"   incomplete (re-run them): {_ranges(s['incomplete_ticks'])}")
+    if s["stale_ticks"]:
+        out.write(f"   stale (their S_τ-1 changed; re-run from {s['stale_ticks'][0]}): "
+                  f"{_ranges(s['stale_ticks'])}")
+    if s.get("late_facts"):
+        late = s["late_facts"]
+        first = s.get("late_rerun_from") or min(late)
+        out.write("\n  late facts: " + ", ".join(f"tick {t}: {n} row(s)" for t, n in
+                                                  sorted(late.items())) +
+                  " ingested after the tick ran (its answers lack them); ")
+        if rerunnable(first, s.get("state_from", 0)):
+            out.write(f"re-run `hypo lake run --from {first} --to {s['last_tick']}`")
+        else:
+            out.write(f"S_{first - 1} was removed by `hypo lake vacuum`: "
+                      + rerun_advice(first, s["state_from"], s["last_tick"]))
+    if s.get("answers_from"):
+        out.write(f"\n  answers kept from tick {s['answers_from']} (`hypo lake vacuum "
+                  f"--keep-answers`)")
+    if s.get("state_from"):
+        out.write(f"\n  state kept from tick {s['state_from']} (`hypo lake vacuum "
+                  f"--keep-state`): " + rerun_scope(s["state_from"]))
+    out.write("\n  versions: " + ", ".join(f"{k} v{v}" for k, v in s["versions"].items()) + "\n")
+    out.write("  rows (every partition tick=τ): " + ", ".join(
+        f"{k} {v}" for k, v in s["rows"].items() if k != "ticks") + "\n")
+    if s["last"]:
+        c = s["last"]["counts"]
+        out.write(f"  current (tick {s['last_tick']}, partition tick={s['last_tick']}): "
+                  f"{c.get('answers', 0)} answers, "
+                  f"{c.get('state_rows', 0)} state rows, digest state "
+                  f"{s['last']['state_digest']} answers {s['last']['answers_digest']}\n")
+    q = s["quarantine"]
+    out.write(f"  quarantine: {q['total']} row(s)")
+    if q["by_reason"]:
+        out.write(" — " + ", ".join(f"{k} {v}" for k, v in q["by_reason"].items()))
+    out.write("\n")
+    if s["missing_files"]:
+        out.write("  DAMAGED: files missing under the lake — " + ", ".join(
+            f"{k} {n}" for k, n in s["missing_files"].items()) + "; run `hypo lake verify` "
+            "for which and what to do\n")
+        return 1
+    return 0
+
+
+COMMANDS = {
+    "init": _init, "ingest": _ingest, "tick": _tick, "run": _run,
+    "answers": _answers, "history": _history, "report": _report, "verify": _verify,
+    "vacuum": _vacuum, "migrate": _migrate, "status": _status,
+}  # sub-command -> handler (its parser: build_parser)
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    handler = COMMANDS.get(args.cmd)
+    return 2 if handler is None else handler(args, getattr(args, "lake", None), out)
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
