@@ -1,7 +1,8 @@
-"""The one thing pyproject.toml cannot say: the C row kernels (reasoning/native/_ckernels.c)
-as an optional extension, built by setuptools at install time (a wheel, `pip install .` or
-`pip install -e .`), never at import or run time.  Where no C compiler or Python headers
-exist the install goes on without it and the numpy kernels stand in (one line says so)."""
+"""The one thing pyproject.toml cannot say: the C row kernels (reasoning/native/_ckernels.c,
+the module, and its units _ck_*.c) as an optional extension, built by setuptools at install
+time (a wheel, `pip install .` or `pip install -e .`), never at import or run time.  Where
+no C compiler or Python headers exist the install goes on without it and the numpy kernels
+stand in (one line says so)."""
 import sys
 
 from setuptools import Extension, setup
@@ -36,8 +37,15 @@ def _numpy_include():
     return numpy.get_include()
 
 
+# the module (method table, PyInit) and one unit a job; _ck_common.h is what they share
+_NATIVE = "reasoning/native/"
+_SOURCES = [_NATIVE + f for f in (
+    "_ckernels.c", "_ck_arrays.c", "_ck_join.c", "_ck_hashindex.c", "_ck_scan.c",
+    "_ck_format.c", "_ck_deadlines.c", "_ck_strsigs.c", "_ck_lines.c")]
+
 setup(
-    ext_modules=[Extension("reasoning.native._ckernels", ["reasoning/native/_ckernels.c"],
+    ext_modules=[Extension("reasoning.native._ckernels", _SOURCES,
+                           depends=[_NATIVE + "_ck_common.h"],
                            include_dirs=[_numpy_include()],
                            extra_compile_args=["-O3", "-std=c99"],
                            define_macros=[("HK_NAME", "_ckernels")],
