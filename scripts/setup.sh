@@ -17,8 +17,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 STAMP=.venv/.requirements.sha256
-# (setup.py and the C source too: the editable install builds the C kernels, reasoning/native)
-WANT="$(cat requirements.txt pyproject.toml setup.py reasoning/native/_ckernels.c | sha256sum | cut -d' ' -f1)"
+# (setup.py and every C source and header too: the editable install builds the C kernels,
+# reasoning/native/*.[ch]; LC_ALL=C: the glob in the same order whatever the locale)
+WANT="$(LC_ALL=C; cat requirements.txt pyproject.toml setup.py reasoning/native/*.[ch] \
+        | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "setup: installing pinned requirements into .venv (first time: ~2-3 min)" >&2
   LOG=.venv/setup.log
@@ -41,7 +43,7 @@ fi
 # PYTHONDONTWRITEBYTECODE set, as on this machine's kind and in the image, Python never writes
 # them itself and every `hypo` start compiled ~40 modules again (~0.1 s of a 0.6 s start).
 .venv/bin/python -m compileall -q reasoning jobs schemas hypo_cli dags >/dev/null
-# The C row kernels (reasoning/native/_ckernels.c) were built by the editable install above
+# The C row kernels (reasoning/native/*.c) were built by the editable install above
 # (setup.py); without a C compiler the numpy kernels stand in, and this says so.
 .venv/bin/python -c "from reasoning.native import kernels as k; k.IMPL == 'c' or print('setup:', k.last_error)" >&2
 export GX_ANALYTICS_ENABLED=false
