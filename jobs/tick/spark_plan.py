@@ -402,11 +402,14 @@ class SparkBackend:
         if how == "cross" or (not left_on and how == "inner"):
             return left.crossJoin(right)
         if not left_on:
-            if how == "semi":
+            if how == "left":  # zero keys: the condition is true for every pair (each left
+                # row with every right row, or once with the right columns null if none)
+                return left.join(right, on=F.lit(True), how="left")
+            if how == "semi":  # all or nothing of the left frame
                 return left if self.exists(right) else left.limit(0)
             if how == "anti":
                 return left.limit(0) if self.exists(right) else left
-            raise ValueError(f"join without keys: {how}")
+            raise ValueError(f"join type {how!r}")
         if all(isinstance(x, str) for x in left_on) and list(left_on) == list(right_on):
             return left.join(right, on=list(left_on), how=kind[how])
         lt, rt = left.alias("_l"), right.alias("_r")

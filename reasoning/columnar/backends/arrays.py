@@ -1911,16 +1911,22 @@ class ArraysBackend(InProcessFrames):
              nulls_equal: bool = False):
         """Equi-join; keys are column names or expressions (left) and column names (right);
         the right key columns are dropped (Polars' coalescing)."""
-        if how == "cross" or (not left_on and how == "inner"):
+        if not left_on and how == "left" and right.n == 0:
+            # zero keys: every left row matches every right row; none, so each left row
+            # once with the right columns null (what the keyed left join gives)
+            return self._combine(left, right, np.arange(left.n),
+                                 np.full(left.n, -1, np.int64), set(), True)
+        if how == "cross" or (not left_on and how in ("inner", "left")):
+            # the cross product (zero keys: the condition is true for every pair)
             li = np.repeat(np.arange(left.n), right.n)
             ri = np.tile(np.arange(right.n), left.n)
             return self._combine(left, right, li, ri, set())
-        if not left_on:
+        if not left_on:  # zero keys: a semi-join keeps all or nothing of the left frame
             if how == "semi":
                 return left if right.n else left.take(np.zeros(0, np.int64), 0)
             if how == "anti":
                 return left.take(np.zeros(0, np.int64), 0) if right.n else left
-            raise ValueError(f"join without keys: {how}")
+            raise ValueError(f"join type {how!r}")
         lcols = [left.cols[x] if isinstance(x, str) else self._eval(left, x) for x in left_on]
         rcols = [right.cols[x] for x in right_on]
         if how in ("semi", "anti"):

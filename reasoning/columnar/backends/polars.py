@@ -306,14 +306,22 @@ class PolarsBackend(InProcessFrames):
              nulls_equal: bool = False):
         """Equi-join; keys are column names or expressions (left) and column names
         (right)."""
-        if how == "cross" or (not left_on and how == "inner"):
+        if not left_on and how == "left" and right.height == 0:
+            # zero keys: every left row matches every right row; none, so each left row
+            # once with the right columns null (what the keyed left join gives)
+            taken = set(left.columns)
+            return left.with_columns([
+                pl.lit(None, dtype=dt).alias(c if c not in taken else c + "_right")
+                for c, dt in right.schema.items()])
+        if how == "cross" or (not left_on and how in ("inner", "left")):
+            # the cross product (zero keys: the condition is true for every pair)
             return _eager(left.lazy().join(right.lazy(), how="cross"))
-        if not left_on:
+        if not left_on:  # zero keys: a semi-join keeps all or nothing of the left frame
             if how == "semi":
                 return left if right.height else left.head(0)
             if how == "anti":
                 return left.head(0) if right.height else left
-            raise ValueError(f"join without keys: {how}")
+            raise ValueError(f"join type {how!r}")
         return _eager(left.lazy().join(right.lazy(), left_on=left_on, right_on=right_on,
                                        how=how, nulls_equal=nulls_equal))
 

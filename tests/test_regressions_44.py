@@ -1,0 +1,147 @@
+"""Issue 44: (1) a join with zero keys — the left join of a fully ground template's answers
+with its seeded bindings (columnar/engine.py _step1_full) — crashed every in-process backend
+("join without keys: left") on a valid late fact."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from reasoning.cli import main
+from reasoning.columnar.arrays import ArraysBackend
+from reasoning.columnar.backend import PolarsBackend
+from reasoning.columnar.layout import INT, OBJ
+from tests.helpers import EXAMPLES
+
+ENGINES = [("row",), ("columnar", "--backend", "arrays"), ("columnar", "--backend", "polars"),
+           ("auto",), ("auto", "--backend", "polars")]
+
+
+def _cli(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(list(argv))
+    return out.getvalue()
+
+
+def _write(tmp_path, rows: list, program: str = None) -> tuple[str, str]:
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    prog = str(EXAMPLES / "inconsistent.tdl")
+    if program is not None:
+        (tmp_path / "p.tdl").write_text(program)
+        prog = str(tmp_path / "p.tdl")
+    return prog, str(stream)
+
+
+def _same_everywhere(prog: str, stream: str) -> str:
+    """Every executor prints the row engine's bytes, in text and jsonl, with and without the
+    pending answers and the auxiliary queries."""
+    for fmt in ("text", "jsonl"):
+        for opts in ((), ("--all",), ("--all", "--all-queries")):
+            args = ["run", prog, "--stream", stream, "--format", fmt, *opts]
+            ref = _cli(*args, "--engine", "row")
+            for eng in ENGINES[1:]:
+                assert _cli(*args, "--engine", *eng) == ref, (fmt, opts, eng)
+    return ref
+
+
+# ------------------------------------------------------------------ 1. zero-key joins
+def test_late_fact_of_a_ground_query_is_the_row_engines(tmp_path):
+    """examples/inconsistent.tdl (#query p(a, 1), δ = 1) with r(a, 1) arriving at tick 2."""
+    prog, stream = _write(tmp_path, [{"tick": 2, "fact": "r(a, 1)"}])
+    out = _same_everywhere(prog, stream)
+    assert '"query": "p(a, 1)"' in out  # (the last run: jsonl --all --all-queries)
+
+
+def test_late_fact_after_a_large_first_slice_under_auto(tmp_path):
+    """A first slice of ≥ 300 facts hands `auto` over to the columnar executor, which then
+    meets the same late fact."""
+    rows = [{"tick": 0, "fact": f"r(b{i}, 0)"} for i in range(320)]
+    rows.append({"tick": 2, "fact": "r(a, 1)"})
+    prog, stream = _write(tmp_path, rows)
+    args = ["run", prog, "--stream", stream, "--format", "jsonl", "--all"]
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        main(args + ["--engine", "auto"])
+    assert "columnar" in err.getvalue()  # (the run ended on the columnar executor)
+    _same_everywhere(prog, stream)
+
+
+ZERO_ARG = """#query ok(3).
+#delay a = 1.
+#delay b = 1.
+ok(T) :- a(T), not b(T).
+"""
+RIGID0 = """#query go(5).
+#delay a = 1.
+#rigid on/0.
+on.
+go(T) :- a(T), on, not stop(T).
+stop(T) :- b(T).
+"""
+GROUND2 = """#query alarm(d1, 5).
+#delay m = 2.
+#delay h = 1.
+alarm(X, T) :- m(X, T), h(X, T), not ok(X, T).
+ok(X, T) :- m(X, T), cal(X).
+#rigid cal/1.
+cal(d2).
+"""
+
+
+@pytest.mark.parametrize("program,rows", [
+    (ZERO_ARG, [{"tick": 4, "fact": "a(3)"}]),
+    (ZERO_ARG, [{"tick": 3, "fact": "a(3)"}, {"tick": 4, "fact": "b(3)"}]),
+    (RIGID0, [{"tick": 6, "fact": "a(5)"}, {"tick": 7, "fact": "b(4)"}]),
+    (GROUND2, [{"tick": 5, "fact": "h(d1, 5)"}, {"tick": 6, "fact": "m(d1, 5)"}]),
+    (GROUND2, [{"tick": 0, "fact": f"h(e{i}, 0)"} for i in range(310)]
+     + [{"tick": 5, "fact": "h(d1, 5)"}, {"tick": 7, "fact": "m(d1, 5)"}]),
+], ids=["zero-arg-late", "zero-arg", "rigid-zero-arity", "ground-two-literals",
+        "ground-after-large-slice"])
+def test_ground_templates_with_late_facts(tmp_path, program, rows):
+    """Zero-argument and fully ground literals: ground templates whose seeded bindings are
+    joined on no column."""
+    _same_everywhere(*_write(tmp_path, rows, program))
+
+
+@pytest.mark.parametrize("B", [PolarsBackend(), ArraysBackend()], ids=["polars", "arrays"])
+@pytest.mark.parametrize("n_right", [0, 1, 2])
+def test_join_with_zero_keys(B, n_right):
+    """A join on no column is the cross product (the condition holds for every pair): a left
+    join keeps each left row once with null right columns when the right side is empty, a
+    semi-join all the left rows or none."""
+    L = B.from_rows([{"x": "a", "y": 1}, {"x": "b", "y": 2}], {"x": OBJ, "y": INT})
+    R = B.from_rows([{"z": 10 + i, "y": -i} for i in range(n_right)], {"z": INT, "y": INT})
+    rows = [(r["x"], r["y"], r["z"], r["y_right"]) for r in B.rows(B.join(L, R, [], [],
+                                                                          how="left"))]
+    if n_right:
+        assert rows == [(x, y, 10 + i, -i) for x, y in (("a", 1), ("b", 2))
+                        for i in range(n_right)]
+    else:
+        assert rows == [("a", 1, None, None), ("b", 2, None, None)]
+    inner = [(r["x"], r["z"]) for r in B.rows(B.join(L, R, [], [], how="inner"))]
+    assert inner == [(x, 10 + i) for x in "ab" for i in range(n_right)]
+    assert B.height(B.join(L, R, [], [], how="semi")) == (2 if n_right else 0)
+    assert B.height(B.join(L, R, [], [], how="anti")) == (0 if n_right else 2)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("n_right", [0, 2])
+def test_join_with_zero_keys_on_spark(n_right):
+    """The Spark executor (jobs/spark_plan.py) runs the same plan: its zero-key left join
+    (Spark SQL's outer join on TRUE) gives the in-process backends' rows."""
+    from jobs.spark import session
+    from jobs.spark_plan import SparkBackend
+
+    spark = session()  # (the running one, if another test started it)
+    rows = []
+    for B in (SparkBackend(spark), ArraysBackend()):
+        L = B.from_rows([{"x": "a", "y": 1}, {"x": "b", "y": 2}], {"x": OBJ, "y": INT})
+        R = B.from_rows([{"z": 10 + i} for i in range(n_right)], {"z": INT})
+        rows.append(sorted(((r["x"], r["y"], r["z"]) for r in B.rows(B.join(
+            L, R, [], [], how="left"))), key=repr))
+    assert rows[0] == rows[1] and len(rows[0]) == 2 * max(n_right, 1)
