@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from reasoning.cli import main
-from reasoning.columnar.arrays import ArraysBackend
-from reasoning.columnar.backend import PolarsBackend
+from reasoning.cli.main import main
+from reasoning.columnar.backends.arrays import ArraysBackend
+from reasoning.columnar.backends.polars import PolarsBackend
 from reasoning.columnar.layout import INT, OBJ
 from tests.helpers import EXAMPLES
 
@@ -132,10 +132,10 @@ def test_join_with_zero_keys(B, n_right):
 @pytest.mark.spark
 @pytest.mark.parametrize("n_right", [0, 2])
 def test_join_with_zero_keys_on_spark(n_right):
-    """The Spark executor (jobs/spark_plan.py) runs the same plan: its zero-key left join
+    """The Spark executor (jobs/tick/spark_plan.py) runs the same plan: its zero-key left join
     (Spark SQL's outer join on TRUE) gives the in-process backends' rows."""
-    from jobs.spark import session
-    from jobs.spark_plan import SparkBackend
+    from jobs.tick.spark import session
+    from jobs.tick.spark_plan import SparkBackend
 
     spark = session()  # (the running one, if another test started it)
     rows = []
