@@ -195,7 +195,13 @@ class Engine:
                     go(k + 1, nb)
             go(k + 1, b)
 
-        go(0, b)
+        try:
+            go(0, b)
+        finally:
+            # go's closure holds its own cell: a reference cycle (go -> cell -> go) keeping
+            # `out`, `lookup` and `present` — and through them the tick's slice — alive
+            # until a full collection, which frozen_survivors defers (issue 44)
+            del go
         return list(out.items())
 
     def _regenerated_by_1a(self, a: Answer, in_both) -> bool:
