@@ -52,8 +52,8 @@ def slices(devices: int, ticks: int, seed: int):
     builds them), made when it is due."""
     import numpy as np
 
-    from reasoning.stream.reader.scanned import Scanned
-    from reasoning.stream.reader.reader import Slice
+    from reasoning.stream.scanned import Scanned
+    from reasoning.stream.slices import Slice
 
     rnd = random.Random(seed)
     names = [f"wt{i}" for i in range(devices)]
