@@ -175,7 +175,7 @@ def _shift_text(time: str, d: int) -> str:
 
 
 def aux_template(pred: str) -> Optional[tuple[Piece, ...]]:
-    """The printing template of an auxiliary predicate (columnar/render.py)."""
+    """The printing template of an auxiliary predicate (columnar/render/)."""
     return _TEMPLATES.get(pred)
 
 

@@ -82,7 +82,7 @@ class KeyedLines:
 
     def retick(self, old: int, tau: int) -> "KeyedLines":
         """These rows of tick `old` as rows of tick τ: the tick is the line's first field
-        and the sort key's last (render.py's _untick)."""
+        and the sort key's last (columnar/render/cache.py's _untick)."""
         if old == tau:
             return self
         pre, npre = f'{{"tick": {tau}, ', len(f'{{"tick": {old}, ')

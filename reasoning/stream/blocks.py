@@ -97,7 +97,7 @@ def edb_meta(cp: CompiledProgram) -> EdbMeta:
 
 
 def _scanner():
-    """The C scanner of exactly written fact lines (_ckernels.c scan_facts), or None (the
+    """The C scanner of exactly written fact lines (_ck_scan.c scan_facts), or None (the
     kernels are numba's or numpy's: blocks are parsed by Polars' regex only)."""
     from reasoning.native import kernels
 

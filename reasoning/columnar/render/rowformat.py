@@ -6,7 +6,7 @@ one-literal template, against ~3 µs for the plan's Polars operations on a tick'
 rows (their fixed cost dominates at that height).
 
 The function returns the rows' sort keys, lines and answer keys of a given tick (its C twin,
-_ckernels.c format_rows, runs compile_row_program's version of the same parts); explain.py's
+_ck_format.c format_rows, runs compile_row_program's version of the same parts); explain.py's
 objects are the reference (same bytes, tested against the row engine's output and the
 Polars backend's)."""
 from __future__ import annotations
@@ -156,7 +156,7 @@ def row_parts(tp, P: frozenset, query_text: str, excluded: Optional[list] = None
 
 def compile_row_program(tp, P: frozenset, query_text: str,
                         excluded: Optional[list] = None) -> Optional[tuple]:
-    """row_parts as the C row formatter's program (_ckernels.c format_rows): (spec, object
+    """row_parts as the C row formatter's program (_ck_format.c format_rows): (spec, object
     variables of its string columns, time variables of its int columns), in column order;
     with `excluded` (as compile_row_formatter) the rows' exclusions are printed too.  None
     for what it does not print (more than 16 literals or 32 names; non-ASCII texts)."""
