@@ -152,7 +152,15 @@ def _tick_line(s: dict) -> str:
             f"{c['answers']} answer(s) "
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
-            f"v{s['answers_version']}, {c.get('executor', '?')} executor]")
+            f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}]")
+
+
+def _spark_jobs(c: dict) -> str:
+    """', 14 Spark jobs (14 stages, 40 tasks)' of a tick on Spark (jobs/tick/sparkjobs.py)."""
+    if "spark_jobs" not in c:
+        return ""
+    return (f", {c['spark_jobs']} Spark job(s) ({c['spark_stages']} stage(s), "
+            f"{c['spark_tasks']} task(s))")
 
 
 def _answer_text(o: dict) -> str:

@@ -287,8 +287,10 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
     if ctx.used == "spark":
         from jobs.tick.spark_plan import SparkBackend
+        from jobs.tick.sparkjobs import JobCount
 
         io = SparkIO(SparkBackend(spark()))
+        jobs = JobCount(io.B.spark)
     else:
         io = LocalIO(resources.usable_cpus())
     B = io.B
@@ -416,7 +418,8 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                   "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
                   "executor": ctx.used}
         if io.name == "spark":
-            counts["spark_jobs_on_driver"] = B.actions
+            counts["spark_jobs_on_driver"] = B.actions  # the plan's own probes of the data
+            counts.update(jobs.counts())  # every job of the tick: reading, checks, plan, writes
         return {"state_actions": state_actions, "answer_actions": answer_actions,
                 "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                 "state_digest": sdig, "answers_digest": adig}
