@@ -125,38 +125,12 @@ def test_reasoning_imports_no_lake_or_spark():
 
 
 def _cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
+    """Strongly connected components of more than one module (Tarjan's, as the analysis of
+    a program's dependency graph computes them)."""
+    from reasoning.language.analysis import _sccs
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return out
+    nodes = sorted(g)
+    return sorted(sorted(c) for c in _sccs(nodes, {v: sorted(g[v]) for v in nodes}) if len(c) > 1)
 
 
 def _package_edges(g: dict[str, set[str]]) -> dict[str, set[str]]:
