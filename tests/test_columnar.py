@@ -280,7 +280,7 @@ def test_working_columns_of_python_rows_keep_their_kind():
     their working columns typed by value: an int column typed as an object one made its
     numbers strings (on the arrays backend, numbers in the string table, which broke the
     renderer's copy of it; found by the random programs in a long test process)."""
-    from reasoning.columnar.engine import _kind
+    from reasoning.columnar.finish import _kind
     from reasoning.columnar.layout import BOOL, INT, OBJ, Layout
 
     cp = compile_file(str(EXAMPLES / "wind_turbines.tdl"))

@@ -1,0 +1,72 @@
+"""Forgetting after step 3 of Algorithm 1 (002 §6; 000 §7): bounded S_τ by retention."""
+from __future__ import annotations
+
+from reasoning.columnar.layout import BOOL, INT, OBJ, vcol
+from reasoning.columnar.unify import literal_vars
+
+
+def drop_redundant(eng, fresh: dict) -> None:
+    """Non-definite derivations of a ground answer that just became definite are
+    dropped (bounded state; 3(b) refutes through the definite one)."""
+    B = eng.B
+    by_pred: dict = {}
+    for (k, P), f in fresh.items():
+        head = eng.templates[k].head
+        if not literal_vars(head) <= P:
+            continue
+        n = len(head.args)
+        H = B.select(f, head_items(eng, k, prefix="_r") +
+                     [B.alias(B.lit(True, BOOL), "_rnd")])
+        by_pred.setdefault((head.pred, n), []).append(H)
+    for (pred, n), hs in by_pred.items():
+        H = B.unique(B.concat(hs))
+        rcols = [f"_rla{p}" for p in range(n)] + ["_rlt", "_rnd"]
+        for k2 in eng.by_head.get(pred, ()):
+            head2 = eng.templates[k2].head
+            if not any(literal_vars(head2) <= P2 for P2 in eng.S[k2]):
+                continue
+            full = eng.layouts[k2].full_mask
+            lkeys = [B.col(vcol(x)) if isvar else B.lit(x, OBJ) for isvar, x in head2.args]
+            lkeys += [eng._texpr(head2), B.col("ev") != B.lit(full, INT)]
+            for P2 in list(eng.S[k2]):
+                if not literal_vars(head2) <= P2:
+                    continue
+                A = eng.S[k2][P2]
+                eng.S[k2][P2] = B.materialize(
+                    eng._sel(B.join(A, H, lkeys, rcols, how="anti"), B.columns(A)))
+
+
+def forget_definite(eng, tau: int) -> None:
+    """Bounded state (000 §7): a definite answer is emitted once, then dropped as soon as
+    no negated hypothesis created later can refer to it."""
+    B = eng.B
+    for k, tp in enumerate(eng.templates):
+        pred = tp.head.pred
+        full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
+        for P, A in list(eng.S[k].items()):
+            if B.is_empty(A):
+                del eng.S[k][P]
+                continue
+            if pred not in eng.retention:
+                drop = full
+            else:
+                lag = eng.retention[pred]
+                if lag is None or (tp.head.tvar is not None and tp.head.tvar not in P):
+                    continue
+                ht = eng._texpr(tp.head)
+                drop = full & (ht + B.lit(lag, INT) <= B.lit(tau, INT))
+            A = B.materialize(B.filter(A, ~drop))
+            if B.is_empty(A):
+                del eng.S[k][P]
+            else:
+                eng.S[k][P] = A
+
+
+def head_items(eng, k: int, prefix: str = "") -> list:
+    """Template k's head instantiated by its rows: <prefix>la<i> (arguments), <prefix>lt."""
+    B = eng.B
+    head = eng.templates[k].head
+    items = [B.alias(B.col(vcol(x)) if isvar else B.lit(x, OBJ), f"{prefix}la{pos}")
+             for pos, (isvar, x) in enumerate(head.args)]
+    items.append(B.alias(eng._texpr(head), f"{prefix}lt"))
+    return items

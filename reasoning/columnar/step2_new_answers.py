@@ -1,0 +1,49 @@
+"""Step 2 of Algorithm 1 (002 §6): the answers at T := τ, one row per template of P_Q."""
+from __future__ import annotations
+
+from typing import Optional
+
+from reasoning.columnar.fallback import answer_rows
+from reasoning.columnar.layout import INT, OBJ, acol
+from reasoning.columnar.state import Pattern, add
+
+
+def step2(eng, tau: int, present: dict) -> None:
+    """Step 2 for every template (`present` = D|τ ∪ W, by predicate)."""
+    for k in range(len(eng.templates)):
+        new_answer(eng, k, tau, present)
+
+
+def new_answer(eng, k: int, tau: int, present: Optional[dict] = None) -> None:
+    """Step 2 for template k: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if Hσ's positive part is
+    potentially future (one row: built by the row engine's own `_finish`)."""
+    B = eng.B
+    tp = eng.templates[k]
+    h = tp.head
+    b = [None] * len(tp.names)
+    if h.tvar is None:
+        if h.toff != tau:
+            return
+    else:
+        b[h.tvar] = tau - h.toff
+    if present is not None and eng.exact.arrived_ground(
+            tp, tuple(b), lambda p, args, t: present_has(eng, present, p, args, t)):
+        return
+    a = eng.tool._finish(tp, tuple(b), frozenset(), tp.nogoods, tau)
+    eng.tool._info.clear()
+    if a is None:
+        return
+    P = Pattern(i for i, v in enumerate(a.b) if v is not None)
+    add(eng, k, P, B.from_rows(answer_rows(eng, k, P, [a], tau, tau), eng._schema(k, P)))
+
+
+def present_has(eng, present: dict, pred: str, args: tuple, t: int) -> bool:
+    """p(args, t) ∈ W ∪ D|τ (a few look-ups per template and tick, for step 2)."""
+    B = eng.B
+    F = present.get(pred)
+    if F is None or B.is_empty(F):
+        return False
+    cond = B.col("t") == B.lit(t, INT)
+    for i, a in enumerate(args):
+        cond = cond & (B.col(acol(i)) == B.lit(a, OBJ))
+    return B.exists(B.filter(F, cond))
