@@ -1,4 +1,4 @@
-"""The arrays executor (reasoning/columnar/backends/arrays.py) against the Polars one, which
+"""The arrays executor (reasoning/columnar/backends/arrays/) against the Polars one, which
 test_columnar.py checks against the row engine: every relational operation on random frames
 with nulls (Polars' semantics are the contract), then the whole plan on random programs —
 the same S_τ and the same printed lines at every tick, with the interned tables swept at
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from reasoning.columnar.backends import arrays
+from reasoning.columnar.backends.arrays import frame, intern, signatures
 from reasoning.native import kernels
 from reasoning.columnar.backends.arrays import ArraysBackend
 from reasoning.columnar.backends.polars import PolarsBackend
@@ -265,8 +265,8 @@ def _both_backends(cp, stream: dict, ticks: int, answers: bool = False,
 
 @pytest.fixture
 def sweep_always(monkeypatch):
-    monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
-    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
+    monkeypatch.setattr(intern, "SWEEP_FLOOR", 0)
+    monkeypatch.setattr(intern, "STRING_SWEEP_SCALE", 1)
 
 
 @settings(max_examples=budget(60, "columnar"), deadline=None,
@@ -358,8 +358,8 @@ def test_interned_tables_stay_bounded_over_a_long_run(monkeypatch):
     reuses their ids, so the tables do not grow with the stream (bounded state, 002 §6) —
     and every line printed after a sweep is the Polars backend's (the renderer's copy of
     the string table follows the reused ids)."""
-    monkeypatch.setattr(arrays, "SWEEP_FLOOR", 2000)
-    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
+    monkeypatch.setattr(intern, "SWEEP_FLOOR", 2000)
+    monkeypatch.setattr(intern, "STRING_SWEEP_SCALE", 1)
     cp = compile_program("#query P(X, T).\n#delay E = 0.\nP(X, T) :- E(X, T), E(X, T+1).\n",
                          "<gen>")
     from reasoning.semantics.patterns import Fact
@@ -372,7 +372,7 @@ def test_interned_tables_stay_bounded_over_a_long_run(monkeypatch):
             [Fact("E", (f"d{tau - 1}-{i}",), tau) for i in range(0, 50, 7)]
         s.step(facts, tau)
         ref.step(facts, tau)
-        sizes.append(len(arrays._SYM.ids))
+        sizes.append(len(intern._SYM.ids))
         assert s.lines(True, True) == ref.lines(True, True), tau
     assert max(sizes[-100:]) < 4 * 2000 + 200, sizes[-5:]
 
@@ -386,7 +386,7 @@ LONG = st.lists(st.sampled_from([f"0:d{i}" for i in range(90)] + ["*y", "1:é"])
                                                     max_size=3)), min_size=1, max_size=4),
        st.lists(st.sampled_from([f"d{i}" for i in range(90)]), max_size=120))
 def test_long_lists_as_polars(ls, extra):
-    """Lists of LONG_LIST elements or more are held as arrays (arrays.ListTable): the list
+    """Lists of LONG_LIST elements or more are held as arrays (intern.ListTable): the list
     operations and a join on the list column still give Polars' rows."""
     left = [{"x": None, "y": i, "b": None, "l": v} for i, v in enumerate(ls)]
 
@@ -413,8 +413,8 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
     string ids an array-held list holds stay)."""
     import random
 
-    monkeypatch.setattr(arrays, "SWEEP_FLOOR", 0)
-    monkeypatch.setattr(arrays, "STRING_SWEEP_SCALE", 1)
+    monkeypatch.setattr(intern, "SWEEP_FLOOR", 0)
+    monkeypatch.setattr(intern, "STRING_SWEEP_SCALE", 1)
 
     from reasoning.semantics.patterns import Fact
 
@@ -433,7 +433,7 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
         b.step(facts, tau)
         assert sorted(map(_key, a.answers())) == sorted(map(_key, b.answers())), tau
         assert a.lines(True, True) == b.lines(True, True), tau
-    assert max(len(x) for x in arrays._LST.vals if x is not None) >= arrays.LONG_LIST
+    assert max(len(x) for x in intern._LST.vals if x is not None) >= intern.LONG_LIST
 
 
 @OPS
@@ -441,12 +441,12 @@ def test_a_large_schematic_answer_on_both_backends(monkeypatch):
                                    max_size=70), st.sampled_from(["tuple", "array", "np"])),
                 min_size=1, max_size=12))
 def test_list_table_gives_one_id_per_content(items):
-    """arrays.ListTable: a list arriving as a tuple, as an array (long ones are held as
+    """intern.ListTable: a list arriving as a tuple, as an array (long ones are held as
     arrays) or as a tuple of numpy ints (read from an array) gets the id of its content,
     and decodes to it as Python values."""
     import numpy as np
 
-    T = arrays.ListTable()
+    T = intern.ListTable()
     seen: dict = {}
     for xs, form in items:
         if None not in xs and form == "array":
@@ -457,7 +457,7 @@ def test_list_table_gives_one_id_per_content(items):
             x = tuple(xs)
         i = T.id(x)
         assert seen.setdefault(tuple(xs), i) == i
-        got = arrays._tuple(T.vals[i])
+        got = intern._tuple(T.vals[i])
         assert got == tuple(xs) and all(e is None or type(e) is int for e in got)
         assert T.encode([x, None]).tolist() == [i, -1]
     assert len(set(seen.values())) == len(seen)
@@ -465,11 +465,11 @@ def test_list_table_gives_one_id_per_content(items):
 
 def test_long_string_lists_convert_to_polars():
     """A string-list column holding long (array-held) lists beside short, empty and null
-    ones converts to the same Polars column as its Python values (arrays._long_strlists)."""
+    ones converts to the same Polars column as its Python values (polars_io._long_strlists)."""
     import numpy as np
     import polars as pl
 
-    from reasoning.columnar.backends.arrays import Col, Frame
+    from reasoning.columnar.backends.arrays.frame import Col, Frame
 
     long1 = [f"x:{i}" for i in range(100)]
     long2 = [f"é{i}\x00" for i in range(70, 0, -1)]
@@ -479,7 +479,7 @@ def test_long_string_lists_convert_to_polars():
         if v is None:
             ids.append(-1)
         else:
-            ids.append(arrays._LST.id(np.array([arrays._SYM.id(x) for x in v], np.int64)))
+            ids.append(intern._LST.id(np.array([intern._SYM.id(x) for x in v], np.int64)))
     m = np.array([v is None for v in values])
     fr = Frame({"l": Col(np.array(ids, np.int64), m, STRLIST)}, len(values))
     got = A.to_polars(fr)["l"]
@@ -494,7 +494,7 @@ def test_encode_gives_the_ids_one_by_one_would():
 
     import numpy as np
 
-    from reasoning.columnar.backends.arrays import Symbols
+    from reasoning.columnar.backends.arrays.intern import Symbols
 
     for seed in range(200):
         rnd = random.Random(seed)
@@ -667,7 +667,7 @@ def test_deadlines_looked_up_by_two_arguments_take_the_expressions():
        st.lists(st.lists(st.integers(0, 11), max_size=12), min_size=1, max_size=4),
        st.sampled_from(["v", "m", "materialize", "nulls"]))
 def test_lazy_gathers_are_the_eager_ones(vals, chains, read):
-    """Frame.take gathers lazily (arrays.LazyCol): a chain of takes, read by values, nulls
+    """Frame.take gathers lazily (frame.LazyCol): a chain of takes, read by values, nulls
     or materialize at the end, gives the eager gathers' column, and becomes a plain Col."""
     import numpy as np
 
@@ -681,7 +681,7 @@ def test_lazy_gathers_are_the_eager_ones(vals, chains, read):
     if read == "materialize":
         A.materialize(fr)
     got_m = c.nulls() if read != "v" else (c.v, c.nulls())[1]
-    assert type(c) is arrays.Col
+    assert type(c) is frame.Col
     assert (got_m == want_m).all()
     assert (c.v[~want_m] == want_v[~want_m]).all()
 
@@ -692,20 +692,20 @@ def test_lazy_gathers_are_the_eager_ones(vals, chains, read):
                 min_size=64, max_size=200))
 def test_strings_interned_through_signatures_get_their_ids(xs):
     """from_columns interns a list of strings through str_sigs and a compiled index
-    (arrays._intern_strs): the ids are the one-by-one encoder's, equal strings get equal
+    (signatures._intern_strs): the ids are the one-by-one encoder's, equal strings get equal
     signatures and distinct ones distinct; an item that is not a string falls back."""
-    got = arrays._intern_strs(xs)
+    got = signatures._intern_strs(xs)
     if kernels.c_only("str_sigs") is None:
         assert got is None
         return
     if any(0xD800 <= ord(ch) <= 0xDFFF for x in xs for ch in x):
         assert got is None  # (not UTF-8: the dict path)
         return
-    assert got is not None and got.v.tolist() == arrays._SYM.encode(xs).tolist()
+    assert got is not None and got.v.tolist() == intern._SYM.encode(xs).tolist()
     k1, k2 = kernels.c_only("str_sigs")(xs)
     sig = {}
     for x, a, b in zip(xs, k1.tolist(), k2.tolist()):
         assert sig.setdefault(x, (a, b)) == (a, b)
     assert len(set(sig.values())) == len(sig)
-    assert arrays._intern_strs(xs[:-1] + [None]) is None
-    assert arrays._intern_strs(xs[:10]) is None  # (short: the dict path)
+    assert signatures._intern_strs(xs[:-1] + [None]) is None
+    assert signatures._intern_strs(xs[:10]) is None  # (short: the dict path)

@@ -16,8 +16,7 @@ import pytest
 from bench.memory import MALFUNCTION, slices
 from reasoning.util import gcpause
 from reasoning.cli.main import main
-from reasoning.columnar.backends import arrays
-from reasoning.columnar.backends.arrays import ArraysBackend
+from reasoning.columnar.backends.arrays import ArraysBackend, functions
 from reasoning.columnar.backends.polars import PolarsBackend
 from reasoning.columnar.layout import INT, OBJ
 from reasoning.language.compiler import compile_program
@@ -142,7 +141,7 @@ def _retained() -> int:
     """The objects the collector tracks, frozen ones included, without collecting (so frozen
     garbage counts); the arrays backend's literal memo (bounded: 4096 entries, a tick number
     being a new literal) emptied first."""
-    arrays._LITS.clear()
+    functions._LITS.clear()
     return len(gc.get_objects()) + gc.get_freeze_count()
 
 

@@ -1,5 +1,5 @@
 """Which in-process executor runs the set-at-a-time plan — numpy arrays with compiled joins
-(arrays.py, the default) or Polars (backend.py) — and the Polars view the renderer reads
+(arrays/, the default) or Polars (polars.py) — and the Polars view the renderer reads
 the arrays executor's frames through.  The lake's tick job picks its own (Polars on the
 driver, or Spark)."""
 from __future__ import annotations
