@@ -40,7 +40,7 @@ from reasoning.language.errors import HypoError
 from reasoning.util.gcpause import frozen_survivors
 from reasoning.semantics.patterns import ETemplate, LitPattern, compile_templates
 from reasoning.columnar.backends.polars import PolarsBackend
-from reasoning.columnar.delays import COL, CONST, DelayPlan
+from reasoning.columnar.delays import DelayPlan
 from reasoning.columnar.exactrows import ExactPass
 from reasoning.columnar.forgetting import drop_redundant, forget_definite
 from reasoning.columnar.layout import (INT, MAX_LITERALS, META_KINDS, OBJ, Layout,
@@ -123,10 +123,6 @@ class ColumnarEngine:
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
 
     # ================================================================== expressions
-    def _side(self, lp: LitPattern, i: int):
-        isvar, x = lp.args[i]
-        return (COL, vcol(x)) if isvar else (CONST, x)
-
     def _texpr(self, lp: LitPattern):
         B = self.B
         if lp.tvar is None:
@@ -140,9 +136,7 @@ class ColumnarEngine:
         return out
 
     def _keys(self, P: Pattern) -> list[str]:
-        return [vcol(x) for x in sorted(P)] + ["ev", "ng"]
-
-    def _base(self, P: Pattern) -> list[str]:
+        """An answer's identity in a partition of pattern P: its bound variables, E, nogoods."""
         return [vcol(x) for x in sorted(P)] + ["ev", "ng"]
 
     def _sel(self, df, cols: list[str]):

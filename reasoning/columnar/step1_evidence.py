@@ -129,7 +129,7 @@ def step1b(eng, k: int, D: dict, present: dict, tau: int, new: dict,
         eng.S[k][P] = B.materialize(eng._sel(B.filter(A, keep), list(eng._schema(k, P))))
         if B.is_empty(E):
             continue
-        E = eng._sel(E, eng._base(P))
+        E = eng._sel(E, eng._keys(P))
         for P2, M in local_mgus(eng, k, E, P, None, D, present):
             put(eng, new, k, P2, finish(eng, k, P2, M, tau))
 

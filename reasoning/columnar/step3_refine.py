@@ -148,7 +148,7 @@ def refine_simple(eng, k, j, P, R, L, tau, h_bound, unb, complex_):
             # X bound to each value of its covers (_av) that is neither a definite
             # answer's (_dv) nor excluded by the row's nogoods — taken from the covers'
             # rows, not by exploding the lists (_av holds 10⁴-10⁵ devices' names)
-            base = eng._base(P)
+            base = eng._keys(P)
             rid = ["_rid"]
             CG = B.join(B.filter(C, B.not_null(B.col("eqv"))), B.select(G, [B.col("_rid")]),
                         rid, rid, how="semi")
