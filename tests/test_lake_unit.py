@@ -859,7 +859,7 @@ _VALUES = st.one_of(st.text(max_size=6), st.sampled_from(["2020-01-01", "12", "t
        want=st.dictionaries(st.sampled_from(["X", "Y", "T", 'Z"']), _VALUES, max_size=3),
        ascii_=st.booleans())
 def test_the_history_prefilter_keeps_every_answer_that_covers_the_atom(subs, want, ascii_):
-    """`hypo lake history` parses only the substitutions Arrow keeps (lake._may_cover): it
+    """`hypo lake history` parses only the substitutions Arrow keeps (jobs.audit.queries._may_cover): it
     must keep every answer `_covers` accepts, whatever the values (quotes, line separators,
     text Arrow would read as a date or a number, integers past 2⁶³)."""
     from jobs.audit.queries import _covers, _may_cover

@@ -1,1 +1,1 @@
-"""Lake layer 4, maintenance: verify and vacuum."""
+"""Lake layer 4, maintenance: verify, vacuum and migrate."""
