@@ -2,7 +2,7 @@
 tick at 10⁴ devices (bench/engine.py's turbines): what one relational operation costs in
 the engine's Polars backend, as numpy over interned integer keys, as the bare compiled
 kernels (C, built at install time by setup.py), and through the arrays backend
-(reasoning/columnar/backends/arrays.py: the same operation as the engine calls it, interned columns
+(reasoning/columnar/backends/arrays/: the same operation as the engine calls it, interned columns
 and the compiled row kernels).
 
 A turbine tick at 10⁴ devices is ~180 backend operations; the issue's goal (300 000

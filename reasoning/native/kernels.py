@@ -1,4 +1,4 @@
-"""Compiled kernels of the arrays executor (arrays.py): hash join, membership and
+"""Compiled kernels of the arrays executor (reasoning/columnar/backends/arrays/): hash join, membership and
 factorisation over key matrices (one int64 row of key values per table row, arrays._keymats),
 and a persistent 128-bit-hash -> id index (HashIndex).
 

@@ -98,7 +98,7 @@ def edb_meta(cp: CompiledProgram) -> EdbMeta:
 
 def _scanner():
     """The C scanner of exactly written fact lines (_ck_scan.c scan_facts), or None (the
-    kernels are numba's or numpy's: blocks are parsed by Polars' regex only)."""
+    kernels are numpy's: blocks are parsed by Polars' regex only)."""
     from reasoning.native import kernels
 
     return kernels.c_only("scan_facts")
