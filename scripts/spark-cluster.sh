@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# A Spark standalone cluster on this machine, from the installed pyspark (issue 42):
+#
+#   scripts/spark-cluster.sh start [--workers N] [--cores C] [--memory M]
+#                                    a master and N workers on 127.0.0.1 (default 2 workers,
+#                                    1 core and 2g each); waits until the master sees N ALIVE
+#                                    workers, then prints the master URL (spark://127.0.0.1:P)
+#   scripts/spark-cluster.sh status  master URL, workers alive, pids (exit 1: nothing runs)
+#   scripts/spark-cluster.sh stop    stops every process start started (by pid; waits; the
+#                                    executors the workers launched too); idempotent
+#
+# Then: hypo lake run … --executor spark --master spark://127.0.0.1:7077, or
+# HYPO_SPARK_MASTER=spark://127.0.0.1:7077 for the DAG (docs/spark.md).
+#
+# Environment:
+#   HYPO_SPARK_CLUSTER_DIR         the cluster's folder: <repo>/.spark-cluster (git-ignored);
+#                                  master/ and worker-i/ each hold their pid, log (and the
+#                                  worker's work/ folder: the executors' stdout/stderr)
+#   HYPO_SPARK_MASTER_PORT         7077   the master's RPC port (the URL's)
+#   HYPO_SPARK_MASTER_WEBUI_PORT   8090   the master's web UI and JSON status (/json/)
+#   HYPO_SPARK_WORKER_WEBUI_PORT   8091   worker i's web UI is this + i - 1
+#                                  (the defaults keep clear of Airflow's 8080 and Spark's
+#                                  own 8080/8081)
+#   HYPO_SPARK_START_TIMEOUT       120    seconds start waits for the workers (three JVMs
+#                                  starting at once took 81 s on a loaded 2-core machine)
+#   PYSPARK_PYTHON                 the Python of the executors (default: <repo>/.venv/bin/python,
+#                                  else python3 on PATH); it must import pyspark, whose
+#                                  folder is SPARK_HOME
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR="${HYPO_SPARK_CLUSTER_DIR:-$ROOT/.spark-cluster}"
+PORT="${HYPO_SPARK_MASTER_PORT:-7077}"
+WEBUI="${HYPO_SPARK_MASTER_WEBUI_PORT:-8090}"
+WWEBUI="${HYPO_SPARK_WORKER_WEBUI_PORT:-8091}"
+TIMEOUT="${HYPO_SPARK_START_TIMEOUT:-120}"
+WORKERS=2 CORES=1 MEMORY=2g
+
+usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "spark-cluster: $*" >&2; exit 1; }
+
+cmd="${1:-}"
+[ -n "$cmd" ] || usage
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workers) WORKERS="${2:?}"; shift 2 ;;
+    --cores) CORES="${2:?}"; shift 2 ;;
+    --memory) MEMORY="${2:?}"; shift 2 ;;
+    -h|--help) usage ;;
+    *) die "unknown option $1" ;;
+  esac
+done
+[[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive number, not '$WORKERS'"
+[[ "$CORES" =~ ^[1-9][0-9]*$ ]] || die "--cores must be a positive number, not '$CORES'"
+
+python_exe() {
+  if [ -n "${PYSPARK_PYTHON:-}" ]; then echo "$PYSPARK_PYTHON"
+  elif [ -x "$ROOT/.venv/bin/python" ]; then echo "$ROOT/.venv/bin/python"
+  else command -v python3 || die "no python3 on PATH (set PYSPARK_PYTHON)"; fi
+}
+
+# pid of a process start started, if it still runs (the pid file's pid, and its command line
+# is still that JVM: a recycled pid is not ours)
+alive_pid() {  # alive_pid <folder> <class>
+  local f="$1/pid" pid
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$2" || return 1
+  echo "$pid"
+}
+
+# the descendants of a pid (a worker's executors and their Python workers)
+descendants() {
+  local p c
+  for p in "$@"; do
+    for c in $(ps -o pid= --ppid "$p" 2>/dev/null); do
+      echo "$c"
+      descendants "$c"
+    done
+  done
+}
+
+# the master's view: "<alive workers> <state>" from its JSON endpoint
+master_json() {
+  "$(python_exe)" - "$1" <<'EOF' 2>/dev/null
+import json, sys, urllib.request
+with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/json/", timeout=5) as r:
+    d = json.load(r)
+alive = [w for w in d.get("workers", []) if w.get("state") == "ALIVE"]
+print(len(alive), d.get("status", "?"))
+EOF
+}
+
+load_env() {  # the ports a running cluster was started with
+  if [ -f "$DIR/cluster.env" ]; then
+    # shellcheck disable=SC1091
+    . "$DIR/cluster.env"
+  fi
+}
+
+processes() {  # "<name> <pid>" of every process of the cluster that still runs
+  local d pid
+  if pid="$(alive_pid "$DIR/master" deploy.master.Master)"; then echo "master $pid"; fi
+  for d in "$DIR"/worker-*; do
+    [ -d "$d" ] || continue
+    if pid="$(alive_pid "$d" deploy.worker.Worker)"; then echo "$(basename "$d") $pid"; fi
+  done
+}
+
+status() {
+  load_env
+  local procs
+  procs="$(processes)"
+  if [ -z "$procs" ]; then
+    echo "no Spark cluster runs (folder $DIR)"
+    return 1
+  fi
+  local view
+  view="$(master_json "$WEBUI" || echo "? unreachable")"
+  echo "master spark://127.0.0.1:$PORT (web UI http://127.0.0.1:$WEBUI, status ${view#* })"
+  echo "workers alive: ${view%% *}"
+  echo "$procs" | while read -r name pid; do echo "  $name pid $pid (log $DIR/$name/log)"; done
+}
+
+stop() {
+  local procs pids="" all p i
+  procs="$(processes)"
+  if [ -z "$procs" ]; then
+    echo "no Spark cluster runs"
+    rm -f "$DIR/cluster.env"
+    return 0
+  fi
+  # workers first (they kill their executors), then the master
+  pids="$(echo "$procs" | awk '$1 != "master" {print $2}') $(echo "$procs" | awk '$1 == "master" {print $2}')"
+  # shellcheck disable=SC2086
+  all="$(descendants $pids) $pids"
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null || true
+  for i in $(seq 1 40); do
+    p=""
+    for x in $all; do kill -0 "$x" 2>/dev/null && p="$p $x"; done
+    [ -z "$p" ] && break
+    [ "$i" = 20 ] && kill -TERM $p 2>/dev/null || true   # the executors, if a worker left them
+    sleep 0.5
+  done
+  if [ -n "$p" ]; then
+    echo "spark-cluster: killing$p (did not stop in 20 s)" >&2
+    # shellcheck disable=SC2086
+    kill -KILL $p 2>/dev/null || true
+    sleep 0.5
+  fi
+  rm -f "$DIR/cluster.env" "$DIR"/master/pid "$DIR"/worker-*/pid
+  echo "stopped:$(echo "$procs" | awk '{printf " %s (pid %s)", $1, $2}')"
+}
+
+start() {
+  if [ -n "$(processes)" ]; then
+    load_env
+    echo "spark-cluster: already running (stop it first to change it)" >&2
+    status >&2 || true
+    echo "spark://127.0.0.1:$PORT"
+    return 0
+  fi
+  local py spark_home
+  py="$(python_exe)"
+  spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null)" \
+    || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
+  [ -x "$spark_home/bin/spark-class" ] || die "no $spark_home/bin/spark-class"
+  command -v java >/dev/null || [ -n "${JAVA_HOME:-}" ] || die "no java on PATH (Java 17 is needed)"
+  rm -rf "$DIR"/master "$DIR"/worker-*
+  mkdir -p "$DIR/master"
+  cat >"$DIR/cluster.env" <<EOF
+PORT=$PORT
+WEBUI=$WEBUI
+WORKERS=$WORKERS
+EOF
+  export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
+  export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
+  # no REST submission server: its fixed port (6066) would clash between two clusters
+  export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
+  nohup "$spark_home/bin/spark-class" org.apache.spark.deploy.master.Master \
+    --host 127.0.0.1 --port "$PORT" --webui-port "$WEBUI" \
+    >"$DIR/master/log" 2>&1 </dev/null &
+  echo $! >"$DIR/master/pid"
+  local i d logs="$DIR/master/log"
+  for i in $(seq 1 "$WORKERS"); do
+    d="$DIR/worker-$i"
+    mkdir -p "$d/work"
+    nohup "$spark_home/bin/spark-class" org.apache.spark.deploy.worker.Worker \
+      "spark://127.0.0.1:$PORT" --host 127.0.0.1 --cores "$CORES" --memory "$MEMORY" \
+      --webui-port $((WWEBUI + i - 1)) --work-dir "$d/work" \
+      >"$d/log" 2>&1 </dev/null &
+    echo $! >"$d/pid"
+    logs="$logs $d/log"
+  done
+  local t0=$SECONDS view n=0
+  while :; do
+    view="$(master_json "$WEBUI" || true)"
+    n="${view%% *}"
+    [ "${n:-0}" -ge "$WORKERS" ] 2>/dev/null && break
+    if ! alive_pid "$DIR/master" deploy.master.Master >/dev/null; then
+      echo "spark-cluster: the master exited; its log ($DIR/master/log) ends:" >&2
+      tail -n 15 "$DIR/master/log" >&2 || true
+      stop >/dev/null
+      exit 1
+    fi
+    if [ $((SECONDS - t0)) -ge "$TIMEOUT" ]; then
+      echo "spark-cluster: ${n:-0} of $WORKERS worker(s) ALIVE after ${TIMEOUT} s" \
+           "(HYPO_SPARK_START_TIMEOUT); see the logs: $logs" >&2
+      stop >/dev/null
+      exit 1
+    fi
+    sleep 1
+  done
+  echo "spark-cluster: master and $WORKERS worker(s) ($CORES core(s), $MEMORY each) up in" \
+       "$((SECONDS - t0)) s; web UI http://127.0.0.1:$WEBUI; logs under $DIR" >&2
+  echo "spark://127.0.0.1:$PORT"
+}
+
+case "$cmd" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) usage ;;
+esac
