@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import tempfile
@@ -11,6 +12,15 @@ from pathlib import Path
 from typing import Optional
 
 DEFAULT_MASTER = "local[2]"
+# On a cluster the driver's DAGScheduler logs, as an ERROR, "Failed to update accumulator 123
+# (Unknown class) for task 0 (attempted to access non-existent accumulator 123)" when a task's
+# metrics arrive after the driver dropped that accumulator (the query that owned it is done
+# and its plan was garbage-collected, or a stage adaptive execution no longer needs finished
+# late): only the lost metric of a finished task, never its result.  The log4j filter below
+# drops exactly that message — the "(Unknown class)" form, which Spark prints only when the
+# accumulator no longer exists on the driver; a failure to merge into an existing
+# accumulator (its class named), and every other DAGScheduler ERROR, still shows.
+ACCUMULATOR_GONE = r"Failed to update accumulator -?\d+ \(Unknown class\) for task -?\d+"
 _LOG4J = """status = error
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -25,7 +35,11 @@ logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
-"""
+logger.dag.name = org.apache.spark.scheduler.DAGScheduler
+logger.dag.filter.acc.type = RegexFilter
+logger.dag.filter.acc.onMatch = DENY
+logger.dag.filter.acc.onMismatch = NEUTRAL
+logger.dag.filter.acc.regex = """ + ACCUMULATOR_GONE.replace("\\", "\\\\") + "\n"
 _shipped: set = set()
 # printed by the JVM at every start because Spark's launcher adds
 # --add-modules=jdk.incubator.vector; Airflow logs it as an error (issue 14.5)
@@ -68,9 +82,15 @@ def _jvm_stderr_filtered():
 
 
 def _log4j_file() -> str:
-    p = Path(tempfile.gettempdir()) / "hypo-lake-log4j2.properties"
+    """The log4j2 configuration of the driver and the executors, in a file named by its
+    content: another checkout of hypo on the machine, with another configuration, never
+    rewrites the one a starting JVM is about to read."""
+    digest = hashlib.sha256(_LOG4J.encode()).hexdigest()[:12]
+    p = Path(tempfile.gettempdir()) / f"hypo-lake-log4j2-{digest}.properties"
     if not p.exists() or p.read_text() != _LOG4J:
-        p.write_text(_LOG4J)
+        tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        os.replace(tmp, p)
     return str(p)
 
 
