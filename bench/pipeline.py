@@ -9,6 +9,15 @@ tables pays), and where the time goes (phases of the tick job).
 
     .venv/bin/python bench/pipeline.py                      # N = 10^4, 10^5
     .venv/bin/python bench/pipeline.py --sizes 10000 100000 1000000 --ticks 3
+    scripts/spark-cluster.sh start --workers 2              # a standalone cluster, then
+    .venv/bin/python bench/pipeline.py --masters 'local[2]' --master spark://127.0.0.1:7077
+
+A cluster master (--master spark://…, docs/spark.md) is measured next to the local[N] ones:
+its workers must reach the lake (--workdir: a local path on one machine, shared storage on
+several) and its CPU column counts the driver alone (the executors are not its children).
+Next to the floor ratio, the Spark jobs and stages of a median measured tick (the tick's
+summary: counts["spark_jobs"], ["spark_stages"], jobs/tick/sparkjobs.py); "-" for the
+executors that run no Spark job in the tick (local, row).
 
 Each configuration runs in its own process (a Spark master is fixed per JVM).
 """
@@ -107,11 +116,28 @@ def io_floor(spark, lake: str, tick: int, prev_state_version: int) -> float:
     return dt
 
 
+def local_cores(master: str) -> int | None:
+    """N of local[N] (local: 1, local[*]: the CPUs usable); None for a cluster master."""
+    if not master.startswith("local"):
+        return None
+    n = master[len("local"):].strip("[]").split(",")[0]
+    return len(os.sched_getaffinity(0)) if n == "*" else int(n or 1)
+
+
+def master_tag(master: str) -> str:
+    """A file-name-safe tag of a master: local[2] → 2, spark://127.0.0.1:7077 → cluster-7077."""
+    n = local_cores(master)
+    return str(n) if n is not None else "cluster-" + "".join(
+        c if c.isalnum() else "-" for c in master.rsplit(":", 1)[-1])
+
+
 def pin(master: str) -> None:
     """Run this worker (and the JVM, Python workers and Polars threads it starts: they
     inherit the affinity) on as many CPUs as local[N] names, so local[1] → local[2] measures
     the whole job's scaling; without it Polars on the driver uses every CPU either way."""
-    n = int(master.strip("local[]") or 1)
+    n = local_cores(master)
+    if n is None:  # a cluster's executors are other processes: nothing to pin
+        return
     cpus = sorted(os.sched_getaffinity(0))[:n]
     os.sched_setaffinity(0, set(cpus))
     os.environ["POLARS_MAX_THREADS"] = str(len(cpus))
@@ -121,8 +147,9 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
            confidence: bool = False, pinned: bool = False) -> dict:
     if pinned:
         pin(master)
-    os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
-        "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * int(master.strip("local[]") or 1)))
+    if local_cores(master) is not None:  # a cluster: session()'s default (4)
+        os.environ["HYPO_SPARK_SHUFFLE_PARTITIONS"] = os.environ.get(
+            "HYPO_SPARK_SHUFFLE_PARTITIONS", str(2 * local_cores(master)))
     from jobs import lake as api
     from jobs.tick.spark import session
 
@@ -130,7 +157,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
     spark = session(master)
     startup = time.perf_counter() - t0
     devices = int(n / P_HOT)
-    lake = os.path.join(workdir, f"lake-{n}-{master.strip('local[]')}")
+    lake = os.path.join(workdir, f"lake-{n}-{master_tag(master)}")
     shutil.rmtree(lake, ignore_errors=True)
     prog = os.path.join(workdir, "turbines.tdl")
     Path(prog).write_text(PROGRAM)
@@ -152,6 +179,10 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
                      "facts": s["counts"]["facts"], "accepted": s["counts"]["accepted"],
                      "state_rows": s["counts"]["state_rows"], "answers": s["counts"]["answers"],
                      "executor": s["counts"].get("executor"), "floor": floor, "generate": gen,
+                     # every Spark job of the tick: reading, validation, the plan, writes
+                     "spark_jobs": s["counts"].get("spark_jobs"),
+                     "spark_stages": s["counts"].get("spark_stages"),
+                     "spark_tasks": s["counts"].get("spark_tasks"),
                      "cpu": cpu, "floor_cpu": floor_cpu if floor is not None else None,
                      # the driver's peak resident memory during the tick (Polars frames of
                      # the local executor live there; the JVM's heap is
@@ -173,6 +204,7 @@ def summarize(res: dict) -> dict:
     floor = statistics.median(floors) if floors else None
     cpu = statistics.median(r["cpu"] for r in m)
     fcpu = [r["floor_cpu"] for r in m if r["floor_cpu"]]
+    jobs = [r for r in m if r.get("spark_jobs") is not None]
     phases: dict[str, float] = {}
     for r in m:
         for k, v in r["phases"].items():
@@ -183,6 +215,9 @@ def summarize(res: dict) -> dict:
             "facts": facts, "seconds": sec,
             "facts_per_s": facts / sec if sec else 0.0, "floor": floor,
             "ratio": sec / floor if floor else None, "state_rows": m[-1]["state_rows"],
+            "spark_jobs": statistics.median(r["spark_jobs"] for r in jobs) if jobs else None,
+            "spark_stages": statistics.median(r["spark_stages"] for r in jobs) if jobs else None,
+            "spark_tasks": statistics.median(r["spark_tasks"] for r in jobs) if jobs else None,
             "cpu": cpu, "floor_cpu": statistics.median(fcpu) if fcpu else None,
             "answers": m[-1]["answers"], "first_tick": res["ticks"][0]["seconds"],
             "driver_peak_rss_gb": max((t.get("driver_peak_rss_gb") or 0 for t in res["ticks"]),
@@ -190,15 +225,23 @@ def summarize(res: dict) -> dict:
             "phases": phases}
 
 
+def _count(v) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
 def table(rows: list[dict]) -> str:
-    head = (f"{'facts/tick':>10} {'master':>9} {'s/tick':>8} {'facts/s':>9} {'I/O floor s':>11} "
-            f"{'ratio':>6} {'CPU s/tick':>10} {'floor CPU':>9} {'state rows':>10} "
+    w = max([9] + [len(r["master"]) for r in rows])
+    head = (f"{'facts/tick':>10} {'master':>{w}} {'s/tick':>8} {'facts/s':>9} "
+            f"{'I/O floor s':>11} {'ratio':>6} {'jobs/tick':>9} {'stages':>6} "
+            f"{'CPU s/tick':>10} {'floor CPU':>9} {'state rows':>10} "
             f"{'answers':>8} {'tick 0 s':>8} {'peak GB':>7}")
     out = [head, "-" * len(head)]
     for r in rows:
-        out.append(f"{int(r['facts']):>10} {r['master']:>9} {r['seconds']:>8.2f} "
+        out.append(f"{int(r['facts']):>10} {r['master']:>{w}} {r['seconds']:>8.2f} "
                    f"{r['facts_per_s']:>9.0f} {r['floor'] or 0:>11.2f} "
-                   f"{(r['ratio'] or 0):>6.1f} {r['cpu']:>10.1f} {r['floor_cpu'] or 0:>9.1f} "
+                   f"{(r['ratio'] or 0):>6.1f} {_count(r.get('spark_jobs')):>9} "
+                   f"{_count(r.get('spark_stages')):>6} "
+                   f"{r['cpu']:>10.1f} {r['floor_cpu'] or 0:>9.1f} "
                    f"{r['state_rows']:>10} {r['answers']:>8} "
                    f"{r['first_tick']:>8.2f} {r.get('driver_peak_rss_gb') or 0:>7.1f}")
     out.append("")
@@ -208,9 +251,9 @@ def table(rows: list[dict]) -> str:
         for k in r["phases"]:
             if k not in names:
                 names.append(k)
-    out.append(f"{'facts/tick':>10} {'master':>9} " + " ".join(f"{k[:16]:>16}" for k in names))
+    out.append(f"{'facts/tick':>10} {'master':>{w}} " + " ".join(f"{k[:16]:>16}" for k in names))
     for r in rows:
-        out.append(f"{int(r['facts']):>10} {r['master']:>9} " +
+        out.append(f"{int(r['facts']):>10} {r['master']:>{w}} " +
                    " ".join(f"{r['phases'].get(k, 0):>16.2f}" for k in names))
     return "\n".join(out)
 
@@ -218,7 +261,13 @@ def table(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    ap.add_argument("--masters", nargs="*", default=["local[1]", "local[2]"],
+                    help="local Spark masters (local[N]; default local[1] local[2]; none: "
+                         "`--masters --master spark://…` measures the cluster alone)")
+    ap.add_argument("--master", action="append", default=[], metavar="URL",
+                    help="a cluster master (spark://host:port, e.g. the one "
+                         "scripts/spark-cluster.sh starts) measured after --masters; "
+                         "repeatable")
     ap.add_argument("--ticks", type=int, default=4)
     ap.add_argument("--executors", nargs="+", default=["spark"],
                     help="the tick job's executor: spark (the plan in the JVM), local (the "
@@ -233,17 +282,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--master", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     workdir = args.workdir or str(ROOT / "bench" / "out" / "pipeline")
     os.makedirs(workdir, exist_ok=True)
     if args.worker:
-        print(json.dumps(worker(args.n, args.master, args.ticks, workdir, args.executor,
+        print(json.dumps(worker(args.n, args.master[0], args.ticks, workdir, args.executor,
                                 args.confidence, args.pin)))
         return 0
     results = []
     for n in args.sizes:
-        for m in args.masters:
+        for m in args.masters + args.master:
             for ex in args.executors:
                 t0 = time.perf_counter()
                 p = subprocess.run([sys.executable, __file__, "--worker", "--n", str(n),
