@@ -18,7 +18,7 @@
 #                                  worker's work/ folder: the executors' stdout/stderr)
 #   HYPO_SPARK_MASTER_PORT         7077   the master's RPC port (the URL's)
 #   HYPO_SPARK_MASTER_WEBUI_PORT   8090   the master's web UI and JSON status (/json/)
-#   HYPO_SPARK_WORKER_WEBUI_PORT   8091   worker i's web UI is this + i - 1
+#   HYPO_SPARK_WORKER_WEBUI_PORT   8091   worker i's web UI is this + i - 1 (0: any free port)
 #                                  (the defaults keep clear of Airflow's 8080 and Spark's
 #                                  own 8080/8081)
 #   HYPO_SPARK_START_TIMEOUT       120    seconds start waits for the workers (three JVMs
@@ -189,7 +189,8 @@ EOF
     mkdir -p "$d/work"
     nohup "$spark_home/bin/spark-class" org.apache.spark.deploy.worker.Worker \
       "spark://127.0.0.1:$PORT" --host 127.0.0.1 --cores "$CORES" --memory "$MEMORY" \
-      --webui-port $((WWEBUI + i - 1)) --work-dir "$d/work" \
+      --webui-port "$([ "$WWEBUI" = 0 ] && echo 0 || echo $((WWEBUI + i - 1)))" \
+      --work-dir "$d/work" \
       >"$d/log" 2>&1 </dev/null &
     echo $! >"$d/pid"
     logs="$logs $d/log"
