@@ -76,12 +76,20 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 # ====================================================================== configuration
+MAX_DURATION_S = 100 * 365 * 86400  # a setting longer than a century is a typo
+
+
 def parse_duration(text: str, what: str = "duration") -> dt.timedelta:
-    """'30s', '5m', '1h', '1d', '2w' (or a plain number of seconds) → timedelta > 0."""
-    m = re.fullmatch(r"\s*(\d+)\s*([smhdw]?)\s*", str(text))
+    """'30s', '5m', '1h', '1d', '2w' (or a plain number of seconds) → timedelta > 0, at most
+    a century (a ValueError naming `what`, the value and what is allowed otherwise)."""
+    m = re.fullmatch(r"\s*(\d{1,30})\s*([smhdw]?)\s*", str(text))
     if not m or int(m.group(1)) == 0:
         raise ValueError(f"{what}: {text!r} is not a positive duration like 30s, 5m, 1h, 1d, 2w")
-    return dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2) or "s"])
+    secs = int(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if secs > MAX_DURATION_S:
+        raise ValueError(f"{what}: {text!r} is longer than allowed (a positive duration of at "
+                         f"most {MAX_DURATION_S // 86400}d)")
+    return dt.timedelta(seconds=secs)
 
 
 def parse_count(text: str, what: str) -> int:
@@ -118,7 +126,7 @@ EPOCH = parse_epoch(_env("HYPO_EPOCH", DEFAULT_EPOCH))
 UNIT = parse_duration(_env("HYPO_TICK_UNIT", "1d"), "HYPO_TICK_UNIT")
 SLICE_TIMEOUT = parse_duration(_env("HYPO_SLICE_TIMEOUT", "6h"), "HYPO_SLICE_TIMEOUT")
 SLICE_POKE = parse_duration(_env("HYPO_SLICE_POKE", "60s"), "HYPO_SLICE_POKE")
-RETRIES = int(_env("HYPO_RETRIES", "2"))
+RETRIES = parse_count(_env("HYPO_RETRIES", "2"), "HYPO_RETRIES")
 RETRY_DELAY = parse_duration(_env("HYPO_RETRY_DELAY", "1m"), "HYPO_RETRY_DELAY")
 MAX_RETRY_DELAY = parse_duration(_env("HYPO_MAX_RETRY_DELAY", "30m"), "HYPO_MAX_RETRY_DELAY")
 TICK_TIMEOUT = parse_duration(_env("HYPO_TICK_TIMEOUT", "2h"), "HYPO_TICK_TIMEOUT")

@@ -111,6 +111,39 @@ def test_production_settings_and_env_defaults(hypo_dag, monkeypatch):
     assert m.dag_object.task_dict["wait_for_slice"].mode == "poke"
 
 
+@pytest.mark.parametrize("var,value,allowed", [
+    ("HYPO_RETRIES", "abc", "whole number ≥ 0"), ("HYPO_RETRIES", "1e3", "whole number ≥ 0"),
+    ("HYPO_RETRIES", "-1", "whole number ≥ 0"),
+    ("HYPO_TICK_UNIT", "99999999999999999999w", "at most 36500d"),
+    ("HYPO_SLICE_POKE", "99999999999999w", "at most 36500d"),
+    ("HYPO_SLICE_TIMEOUT", "9" * 40, "positive duration"),
+])
+def test_a_bad_setting_is_one_line_naming_it(hypo_dag, monkeypatch, var, value, allowed):
+    """Issue 44.7: a parse-time setting the DAG cannot use fails the import with one line that
+    names the variable, its value and what is allowed — no int() or timedelta overflow from
+    inside, and a negative retry count is refused, not accepted."""
+    import importlib.util
+
+    monkeypatch.setenv(var, value)
+    spec = importlib.util.spec_from_file_location("hypo_ticks_bad", DAGS / "hypo_ticks.py")
+    m = importlib.util.module_from_spec(spec)
+    with pytest.raises(ValueError) as e:
+        spec.loader.exec_module(m)
+    msg = str(e.value)
+    assert type(e.value) is ValueError and e.value.__cause__ is None and "\n" not in msg
+    assert msg.startswith(f"{var}: {value!r}") and allowed in msg, msg
+
+
+def test_a_bad_setting_is_the_dagbags_import_error(hypo_dag, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("HYPO_RETRIES", "abc")
+    bag = DagBag(dag_folder=str(DAGS))
+    (err,) = bag.import_errors.values()
+    assert err.strip().splitlines()[-1] == \
+        "ValueError: HYPO_RETRIES: 'abc' is not a whole number ≥ 0"
+
+
 def test_tick_of_logical_date(hypo_dag):
     from airflow.sdk.exceptions import AirflowFailException
 
