@@ -163,6 +163,24 @@ def test_report_does_not_change_the_output(capsys, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary file left
 
 
+def test_a_report_that_cannot_be_written_fails_before_the_first_tick(capsys, tmp_path):
+    """Issue 44.9: `--report` into a folder that cannot be made or written is refused before
+    any tick runs (nothing printed, exit 2, one line naming the path and the reason); a
+    folder that does not exist yet is made."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for bad, why in ((blocker / "r.html", "is a file, not a directory"),
+                     (tmp_path, "is a directory"),
+                     ("/proc/no-such-dir/r.html", "No such file or directory")):
+        rc, out, err = run(["run", TDL, "--stream", STREAM, "--report", str(bad)], capsys)
+        assert (rc, out) == (2, "") and err.count("\n") == 1, (bad, err)
+        assert err.startswith(f"hypo: error: --report {bad}: ") and why in err, err
+    made = tmp_path / "new" / "sub" / "r.html"
+    rc, out, err = run(["run", TDL, "--stream", STREAM, "--report", str(made)], capsys)
+    assert rc == 0 and made.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert [p.name for p in made.parent.iterdir()] == ["r.html"]  # the probe left nothing
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="POSIX FIFOs")
 def test_ctrl_c_while_waiting_on_a_fifo_stops_with_one_line(tmp_path):
     """A stream that is a FIFO is read in the main thread (a prefetch thread blocked in a

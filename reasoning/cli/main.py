@@ -24,6 +24,7 @@ from reasoning.language.errors import HypoError, ProgramError
 from reasoning.semantics.explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
 from reasoning.run.pruning import Pruner, wants_confidence
 from reasoning.run.runreport import RunReport
+from reasoning.util.atomic import check_writable
 from reasoning.run.session import (ENGINES, Session, answers_at, default_until, quiet_margin,  # noqa: F401
                       quiet_stretch)
 from reasoning.stream.blocks import Heartbeat
@@ -36,8 +37,16 @@ from reasoning.stream.sources import STDIN, open_stream, stream_name
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`hypo run`: Algorithm 1 over a stream file read slice by slice, printing every tick's
     answer set (or, with --changes, what changed)."""
-    if getattr(args, "report", None) and os.path.isdir(args.report):
-        raise HypoError(f"--report {args.report}: is a directory (give the HTML file's name)")
+    if getattr(args, "report", None):  # before the first tick, not after the whole stream
+        try:
+            check_writable(args.report)
+        except OSError as e:
+            reason = e.strerror or str(e)
+            if isinstance(e, IsADirectoryError):
+                reason = "is a directory (give the HTML file's name)"
+            elif isinstance(e, FileExistsError):  # makedirs met a file on the way
+                reason = "a part of its folder is a file, not a directory"
+            raise HypoError(f"--report {args.report}: {reason}") from None
     cp = compile_file(args.program, args.query)
     for w in cp.warnings:
         print(w.format(), file=err)

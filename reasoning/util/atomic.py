@@ -40,6 +40,20 @@ def write_text(path: str, text: str, mode: int = 0o644) -> None:
         raise
 
 
+def check_writable(path: str) -> None:
+    """Raise OSError (with the reason) unless write_text(path, …) can succeed: its directory
+    exists or can be made and takes a new file, and path is not a directory — checked before
+    a long run, not after it."""
+    real = os.path.realpath(path)
+    if os.path.isdir(real):
+        raise IsADirectoryError(f"{path}: is a directory (give the file's name)")
+    d = os.path.dirname(real)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".check", dir=d)
+    os.close(fd)
+    os.remove(tmp)
+
+
 def write_json(path: str, obj: Any, **dump_kw: Any) -> None:
     """json.dumps(obj, **dump_kw) written atomically."""
     write_text(path, json.dumps(obj, **dump_kw))
