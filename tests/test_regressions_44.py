@@ -211,3 +211,39 @@ def test_join_with_zero_keys_on_spark(n_right):
         rows.append(sorted(((r["x"], r["y"], r["z"]) for r in B.rows(B.join(
             L, R, [], [], how="left"))), key=repr))
     assert rows[0] == rows[1] and len(rows[0]) == 2 * max(n_right, 1)
+
+
+# ------------------------------------------------------------------ 44.8: lone surrogates
+def test_a_lone_surrogate_is_rejected_with_its_line_on_every_executor(tmp_path):
+    """A JSON-escaped lone surrogate (\\ud800) decodes to no character: a fact holding one —
+    in its text or a structured row's args — is rejected with its line and column, never
+    accepted and then fatal to the printer; the good lines around it are kept."""
+    lines = ['{"tick": 0, "fact": "Hot(wt1, 0)"}', '{"tick": 1, "fact": "Hot(\\ud800, 1)"}',
+             '{"tick": 1, "pred": "Hot", "args": ["x\\udc00"], "time": 1}',
+             '{"tick": 2, "fact": "Hot(\\"a\\ud800b\\", 2)"}', '{"tick": 2, "fact": "Hot(wt2, 2)"}']
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    prog = str(EXAMPLES / "wind_turbines.tdl")
+    seen = set()
+    for eng in ENGINES:
+        for fmt in ("text", "jsonl"):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(["run", prog, "--stream", str(stream), "--format", fmt, "--engine",
+                           *eng])
+            e = err.getvalue()
+            assert rc == 1 and "Traceback" not in e, e
+            assert [x.split(": rejected")[0].rsplit(":", 1)[1] for x in e.splitlines()
+                    if "rejected (tick" in x] == ["2", "3", "4"], e
+            assert e.count("lone surrogate (\\ud800)") == 2 and "(\\udc00)" in e
+            assert "2 facts accepted" in e
+            seen.add((fmt, out.getvalue()))
+    assert len(seen) == 2  # one output per format, whichever executor
+
+
+def test_the_api_refuses_a_lone_surrogate():
+    from reasoning import Reasoner, compile_file
+
+    r = Reasoner(compile_file(str(EXAMPLES / "wind_turbines.tdl")))
+    t = r.feed(["Hot(wt1, 0)", "Hot(\ud800, 0)", ("Hot", ["\udfff"], 0)])
+    assert t.accepted == 1 and [("surrogate" in x.reason) for x in t.rejected] == [True, True]

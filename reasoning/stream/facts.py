@@ -7,10 +7,9 @@ from typing import Optional
 
 from reasoning.language.compiler import CompiledProgram
 from reasoning.language.declared import IGNORED, declared_unused
-from reasoning.language.errors import did_you_mean
-from reasoning.language.errors import ProgramError
+from reasoning.language.errors import ProgramError, did_you_mean
 from reasoning.semantics.patterns import Fact
-from reasoning.language.syntax import NAME
+from reasoning.language.syntax import NAME, Span
 
 MAX_TIME = 1 << 60  # ticks and times: natural numbers below 2^60 (offsets and δ fit in int64)
 MAX_DIGITS = 18  # every natural number of at most 18 digits is below MAX_TIME
@@ -42,9 +41,29 @@ class Rejection:
         return f"{where}rejected{at}: {printable(self.reason)}: {printable(text)}"
 
 
+def lone_surrogate(text: str) -> Optional[int]:
+    """The 1-based column of the first lone surrogate in text (a JSON escape such as
+    \\ud800 decodes to one: no character, so no output can print it), or None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        return e.start + 1
+
+
+def _no_surrogate(text: str) -> None:
+    col = lone_surrogate(text)
+    if col is not None:
+        raise ProgramError(f"a lone surrogate (\\u{ord(text[col - 1]):04x}) is not a character",
+                           Span("<fact>", 1, col))
+
+
 def parse_fact_text(text: str, cp: CompiledProgram) -> Fact:
     """Parse `Pred(c1, ..., t)` into a Fact (fast path for plain constants; raises
     ProgramError with a column for anything malformed)."""
+    _no_surrogate(text)
     m = _SIMPLE.match(text)
     if m:
         parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
@@ -126,6 +145,11 @@ def structured_fact(obj: dict) -> tuple[Optional[Fact], Optional[str]]:
         args = [a.strip() for a in args.split(";")] if args.strip() else []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         return None, '"args" must be a list of strings'
+    for a in args:
+        col = lone_surrogate(a)
+        if col is not None:
+            return None, (f'"args" holds a lone surrogate (\\u{ord(a[col - 1]):04x}), which '
+                          f'is not a character')
     if isinstance(t, bool) or not isinstance(t, int):
         return None, '"time" must be an integer'
     if abs(t) >= MAX_TIME:
