@@ -17,7 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
+def _clean_env() -> dict:
+    """This process's environment without what would make a subprocess see the checkout:
+    a test before this one may have put the repository on PYTHONPATH (the Spark session
+    does, for its workers), and pip would then take the checkout's hypo.egg-info for an
+    installed hypo and skip the wheel."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "HYPO_KERNELS", "PIP_TARGET", "PIP_PREFIX",
+                         "PIP_USER")}
+
+
 def _run(cmd, **kw):
+    kw.setdefault("env", _clean_env())
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
     assert r.returncode == 0, f"{cmd}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return r
@@ -41,7 +52,7 @@ def installed(tmp_path_factory):
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-          "--disable-pip-version-check", str(wheel)])
+          "--disable-pip-version-check", str(wheel)], cwd=str(tmp))
     work = tmp / "work"
     shutil.copytree(ROOT / "examples", work / "examples")
     return venv, wheel, work
@@ -62,7 +73,7 @@ def test_the_wheel_holds_every_package_and_the_compiled_kernels(installed):
 
 def test_the_installed_hypo_answers_as_the_golden_files(installed):
     venv, _, work = installed
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYPO_KERNELS")}
+    env = _clean_env()
     hypo = str(venv / "bin" / "hypo")
     py = str(venv / "bin" / "python")
     where = _run([py, "-c", "import reasoning, reasoning.native.kernels as k; "
