@@ -247,3 +247,18 @@ def test_the_api_refuses_a_lone_surrogate():
     r = Reasoner(compile_file(str(EXAMPLES / "wind_turbines.tdl")))
     t = r.feed(["Hot(wt1, 0)", "Hot(\ud800, 0)", ("Hot", ["\udfff"], 0)])
     assert t.accepted == 1 and [("surrogate" in x.reason) for x in t.rejected] == [True, True]
+
+
+# ------------------------------------------------------------------ 44.8: quoted constants
+def test_the_text_view_quotes_constants_that_need_it(tmp_path):
+    """A stream constant `wt1, 0` or `X` prints in the text view as the program syntax writes
+    it ("wt1, 0", "X"), not as two arguments or a variable; plain constants stay bare."""
+    rows = [{"tick": 0, "pred": "Hot", "args": ["wt1, 0"], "time": 0},
+            {"tick": 0, "pred": "Hot", "args": ["X"], "time": 0},
+            {"tick": 0, "pred": "Hot", "args": ["wt2"], "time": 0}]
+    prog, stream = _write(tmp_path, rows, (EXAMPLES / "wind_turbines.tdl").read_text())
+    for eng in ENGINES:
+        out = _cli("run", prog, "--stream", stream, "--query", "Shdn(X, T)", "--engine", *eng)
+        assert 'Shdn("wt1, 0", 2)  if Hot("wt1, 0", 1)' in out, out
+        assert 'Shdn("X", 2)  if Hot("X", 1)' in out and "Shdn(wt2, 2)  if Hot(wt2, 1)" in out
+        assert "Shdn(wt1, 0, 2)" not in out and "Shdn(X, 2)  if" not in out

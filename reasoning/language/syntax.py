@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Union
 
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # an identifier: the grammar's NAME (grammar.lark)
-_BARE_CONST = re.compile(r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$")
+BARE_CONST = r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$"  # a constant that reads back as itself unquoted
+_BARE_CONST = re.compile(BARE_CONST)
 
 
 @dataclass(frozen=True, order=True)

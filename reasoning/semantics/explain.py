@@ -6,13 +6,12 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-from typing import Any, Optional
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional
 
 from reasoning.semantics.answer import Answer
 from reasoning.semantics.exact import printed_floors
 from reasoning.language.periodic import TimeDomain
+from reasoning.language.syntax import Const
 from reasoning.semantics.regions import cover_of
 
 if TYPE_CHECKING:  # the executor whose state is explained (a type only: no import edge up)
@@ -171,6 +170,12 @@ def _query_atom(query: str):
     return parse_atom(query)
 
 
+def _term(value) -> str:
+    """A value of an answer as the program syntax writes it: a constant quoted where it must
+    be (`"wt1, 0"`, `"X"`: else it would read as two arguments or a variable), a time bare."""
+    return str(Const(value)) if isinstance(value, str) else str(value)
+
+
 def format_atom_answer(obj: dict) -> str:
     """`OK(wt2, 1)` or `OK(X, 1) for X ∉ {wt1}` for the text output."""
     q = _query_atom(obj["query"])
@@ -178,7 +183,7 @@ def format_atom_answer(obj: dict) -> str:
     for t in q.args:
         name = getattr(t, "name", None)
         if name is not None and name in obj["substitution"]:
-            parts.append(str(obj["substitution"][name]))
+            parts.append(_term(obj["substitution"][name]))
         else:
             parts.append(str(t))
     if q.time is not None:
@@ -186,7 +191,7 @@ def format_atom_answer(obj: dict) -> str:
         parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
     s = f"{q.pred}({', '.join(parts)})"
     conds = [f"{v} ≥ {f}" for v, f in obj.get("time_from", {}).items()]
-    conds += [f"{v} ∉ {{{', '.join(map(str, cs))}}}" for v, cs in obj["excluded"].items()]
+    conds += [f"{v} ∉ {{{', '.join(map(_term, cs))}}}" for v, cs in obj["excluded"].items()]
     conds += [TimeDomain.from_json(j).text(v) for v, j in sorted(obj.get("periodic", {}).items())]
     if conds:
         s += " for " + ", ".join(conds)

@@ -6,7 +6,7 @@ from typing import Optional
 
 from reasoning.semantics.explain import DEFINITE, HYPOTHETICAL, PENDING, printed_name
 from reasoning.language.metric import aux_template
-from reasoning.language.syntax import Const, Time
+from reasoning.language.syntax import BARE_CONST, Const, Time
 from reasoning.columnar.layout import INT, OBJ, vcol
 
 BARE = r"^(?:[a-z][A-Za-z0-9_]*|-?[0-9]+)$"
@@ -308,11 +308,20 @@ class StringPlan:
             key.append(pl.when(has).then(pl.concat_str([pl.lit("[" + nm + ", ["), jl,
                                                         pl.lit("]]")])))
             atom.append(pl.when(has).then(pl.concat_str(
-                [pl.lit(f"{name} ∉ {{"), vals.list.join(", "), pl.lit("}")])))
+                [pl.lit(f"{name} ∉ {{"), vals.list.eval(self._quoted(pl.element())).list.join(", "),
+                 pl.lit("}")])))
         return (pl.concat_str([pl.lit("{"), pl.concat_str(obj, separator=", ", ignore_nulls=True),
                                pl.lit("}")]),
                 pl.concat_str(key, separator=", ", ignore_nulls=True),
                 pl.concat_str(atom, separator=", ", ignore_nulls=True), [pre, pre_j])
+
+    def _quoted(self, e):
+        """A constant as the program syntax writes it (syntax.Const: bare when it reads back
+        as itself, else in double quotes with \\ and \" escaped), relationally."""
+        B = self.B
+        esc = B.str_replace(B.str_replace(e, "\\", "\\\\"), '"', '\\"')
+        return B.when(B.str_matches(e, BARE_CONST), e,
+                      B.concat_str([B.lit('"', OBJ), esc, B.lit('"', OBJ)]))
 
     def _atom(self, k: int, P, conds=None):
         """format_atom_answer relationally (conds: the rows' `X ∉ {…}` conditions, or
@@ -324,10 +333,10 @@ class StringPlan:
         raw: dict = {}
         for name, isvar, x, off in tp.qvars:
             if not isvar:
-                raw[name] = B.lit(str(x), OBJ)
+                raw[name] = B.lit(str(Const(x)) if isinstance(x, str) else str(x), OBJ)
             elif x in P:
                 raw[name] = (B.to_str(B.col(vcol(x)) + B.lit(off, INT)) if x in tp.time_vars
-                             else B.col(vcol(x)))
+                             else self._quoted(B.col(vcol(x))))
         parts: list = [B.lit(q.pred + "(", OBJ)]
         first = True
         for t in q.args:
