@@ -80,26 +80,35 @@ def L_frames(eng, pred: str, tau: int) -> list:
         tp2 = eng.templates[k2]
         head = tp2.head
         hv = literal_vars(head)
-        full = eng.layouts[k2].full_mask
         for P2, A in eng.S[k2].items():
             if B.is_empty(A):
                 continue
-            items = []
-            for pos, (isvar, x) in enumerate(head.args):
-                if not isvar:
-                    items.append(B.alias(B.lit(x, OBJ), f"la{pos}"))
-                elif x in P2:
-                    items.append(B.alias(B.col(vcol(x)), f"la{pos}"))
-            if head.tvar is None or head.tvar in P2:
-                items.append(B.alias(eng._texpr(head), "lt"))
-            items.append(B.alias(B.col("ev") == B.lit(full, INT), "ldef"))
-            items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
+            items = l_items(eng, k2, P2)
             lmin = head_floor(eng, k2, tau) if head.tvar is not None and \
                 head.tvar not in P2 else None
             if lmin is not None:
                 items.append(B.alias(lmin, "lmin"))
             out.append((k2, P2 & hv, B.materialize(B.select(A, items))))
     return out
+
+
+def l_items(eng, k: int, P: frozenset) -> list:
+    """An answer of p's template k as step 3 reads it (partition P): the head's arguments
+    (la0, la1, …), its time (lt, where bound), whether it is definite (ldef) and whether it
+    has nogoods (lng)."""
+    B = eng.B
+    head = eng.templates[k].head
+    items = []
+    for pos, (isvar, x) in enumerate(head.args):
+        if not isvar:
+            items.append(B.alias(B.lit(x, OBJ), f"la{pos}"))
+        elif x in P:
+            items.append(B.alias(B.col(vcol(x)), f"la{pos}"))
+    if head.tvar is None or head.tvar in P:
+        items.append(B.alias(eng._texpr(head), "lt"))
+    items.append(B.alias(B.col("ev") == B.lit(eng.layouts[k].full_mask, INT), "ldef"))
+    items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
+    return items
 
 
 def head_floor(eng, k: int, tau: int):

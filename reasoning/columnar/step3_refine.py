@@ -176,6 +176,35 @@ def refine_simple(eng, k, j, P, R, L, tau, h_bound, unb, complex_):
     return kept, out
 
 
+def head_time(eng, k: int, l_bound) -> "tuple | None":
+    """Where the time of p's answer (template k, head variables l_bound bound) is read
+    from by a cover: a constant, the `lt` column, or nowhere (None: unbound)."""
+    head = eng.templates[k].head
+    if head.tvar is None:
+        return ("C", head.toff)
+    return ("L", "lt") if head.tvar in l_bound else None
+
+
+def cover_join(eng, spec, R, L) -> tuple:
+    """A cover's conditions (unify.cover_spec) between answers R and p's answers L, as
+    (R filtered, L filtered, R's join keys, L's join keys): an equality across the two
+    sides is a key pair, one within a side a filter of that side."""
+    B = eng.B
+    Rf, Lf = R, L
+    lkeys, rkeys = [], []
+    for a, b in spec.conds:
+        if a[0] == "L" and b[0] == "R":
+            a, b = b, a
+        if a[0] == "R" and b[0] == "L":
+            lkeys.append(a[1])
+            rkeys.append(b[1])
+        elif a[0] == "R" or b[0] == "R":
+            Rf = B.filter(Rf, eng._side_expr(a) == eng._side_expr(b))
+        else:
+            Lf = B.filter(Lf, eng._side_expr(a) == eng._side_expr(b))
+    return Rf, Lf, lkeys, rkeys
+
+
 def covers(eng, R, lp: LitPattern, h_bound: Pattern, L: list):
     """The covers (regions.cover_of) of each ref's negated literal by the answers of L,
     as rows (_rid, ldef, lng, approx, eqv); eqv is the value the single unbound variable
@@ -186,28 +215,12 @@ def covers(eng, R, lp: LitPattern, h_bound: Pattern, L: list):
     unb = sorted({x for isvar, x in lp.args if isvar} - h_bound)
     for k2, l_bound, F in L:
         head = eng.templates[k2].head
-        if head.tvar is None:
-            l_time = ("C", head.toff)
-        elif head.tvar in l_bound:
-            l_time = ("L", "lt")
-        else:
-            l_time = None
+        l_time = head_time(eng, k2, l_bound)
         spec = cover_spec(lp, h_bound, head, l_bound, ("R", "_ht"), l_time)
         if spec is None:
             continue
         approx = approx or spec.approx
-        Rf, Lf = R, F
-        lkeys, rkeys = [], []
-        for a, b in spec.conds:
-            if a[0] == "L" and b[0] == "R":
-                a, b = b, a
-            if a[0] == "R" and b[0] == "L":
-                lkeys.append(a[1])
-                rkeys.append(b[1])
-            elif a[0] == "R" or b[0] == "R":
-                Rf = B.filter(Rf, eng._side_expr(a) == eng._side_expr(b))
-            else:
-                Lf = B.filter(Lf, eng._side_expr(a) == eng._side_expr(b))
+        Rf, Lf, lkeys, rkeys = cover_join(eng, spec, R, F)
         if B.is_empty(Rf) or B.is_empty(Lf):
             continue
         side = spec.eqs.get(unb[0]) if unb else None

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from reasoning.semantics.explain import static_horizons
-from reasoning.columnar.layout import BOOL, INT, OBJ, vcol
+from reasoning.columnar.layout import BOOL, INT, vcol
+from reasoning.columnar.step3_negation import l_items
+from reasoning.columnar.step3_refine import cover_join, head_time
 from reasoning.columnar.unify import cover_spec, literal_vars
 
 
@@ -127,24 +129,13 @@ class Deadlines:
         out = []
         for k2 in eng.by_head.get(pred, ()):
             head = eng.templates[k2].head
-            full = eng.layouts[k2].full_mask
             for (kk, P2), fs in final.items():
                 if kk != k2:
                     continue
                 A = B.concat(fs)
                 if B.is_empty(A):
                     continue
-                items = []
-                for pos, (isvar, x) in enumerate(head.args):
-                    if not isvar:
-                        items.append(B.alias(B.lit(x, OBJ), f"la{pos}"))
-                    elif x in P2:
-                        items.append(B.alias(B.col(vcol(x)), f"la{pos}"))
-                if head.tvar is None or head.tvar in P2:
-                    items.append(B.alias(eng._texpr(head), "lt"))
-                items.append(B.alias(B.col("ev") == B.lit(full, INT), "ldef"))
-                items.append(B.alias(B.list_len(B.col("ng")) > B.lit(0, INT), "lng"))
-                items.append(B.alias(B.col("dl"), "ldl"))
+                items = l_items(eng, k2, P2) + [B.alias(B.col("dl"), "ldl")]
                 out.append((k2, P2 & literal_vars(head), B.select(A, items)))
         return out
 
@@ -168,28 +159,11 @@ class Deadlines:
             hvars = {x for isvar, x in lp.args if isvar}
             h_bound = frozenset(hvars & P)
             for k2, l_bound, F in self._L(lp.pred, final):
-                head = eng.templates[k2].head
-                if head.tvar is None:
-                    l_time = ("C", head.toff)
-                elif head.tvar in l_bound:
-                    l_time = ("L", "lt")
-                else:
-                    l_time = None
-                spec = cover_spec(lp, h_bound, head, l_bound, ("R", "_ht"), l_time)
+                spec = cover_spec(lp, h_bound, eng.templates[k2].head, l_bound, ("R", "_ht"),
+                                  head_time(eng, k2, l_bound))
                 if spec is None:
                     continue
-                Rf, Lf = R, F
-                lkeys, rkeys = [], []
-                for a, b in spec.conds:
-                    if a[0] == "L" and b[0] == "R":
-                        a, b = b, a
-                    if a[0] == "R" and b[0] == "L":
-                        lkeys.append(a[1])
-                        rkeys.append(b[1])
-                    elif a[0] == "R" or b[0] == "R":
-                        Rf = B.filter(Rf, eng._side_expr(a) == eng._side_expr(b))
-                    else:
-                        Lf = B.filter(Lf, eng._side_expr(a) == eng._side_expr(b))
+                Rf, Lf, lkeys, rkeys = cover_join(eng, spec, R, F)
                 if B.is_empty(Rf) or B.is_empty(Lf):
                     continue
                 Lsel = B.select(Lf, [B.alias(B.col(c), "_L_" + c) for c in
