@@ -34,6 +34,12 @@ def columns(table: str) -> list[tuple[str, str]]:
     return [(c[0], c[1]) for c in spec()["tables"][table]["columns"]]
 
 
+def required(table: str) -> list[str]:
+    """The columns every row of the table must fill (null: a damaged file): what its readers
+    cannot do without."""
+    return list(spec()["tables"].get(table, {}).get("required", []))
+
+
 def partition_by(table: str) -> list[str]:
     return list(spec()["tables"][table]["partition_by"])
 

@@ -237,3 +237,33 @@ def test_after_a_backfill_current_is_the_last_completed_partition(base, tmp_path
     rc, out, _ = hypo("lake", "--lake", lake, "status")
     assert rc == 0 and "current (tick 8, partition tick=8)" in out
     assert api_lines(lake, 8, "all", "OK(X, T)") == before
+
+
+def test_nulls_in_a_required_column_name_the_table_version_and_file(base, tmp_path):
+    """Issue 44.6: a valid Parquet file of the answers table with nulls in `json` / `status`
+    (what its readers cannot do without) is damage named in one line — table, version, file —
+    by `answers`, `history` and `report`, not a TypeError from inside."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = _copy(base, tmp_path)
+    files = sorted(glob.glob(os.path.join(lake, "answers", "tick=3", "**", "*.parquet"),
+                             recursive=True))
+    assert files
+    t = pq.read_table(files[0])
+    i = t.schema.get_field_index("json")
+    t = t.set_column(i, "json", pa.nulls(t.num_rows, pa.string()))
+    pq.write_table(t, files[0])
+    for argv in (["answers", "--tick", "3"], ["history", "OK(wt2, 1)"]):
+        rc, out, err = hypo("lake", "--lake", lake, *argv)
+        lines = [x for x in err.splitlines() if x.strip()]
+        assert rc == 2 and len(lines) == 1 and "Traceback" not in err, (argv, rc, err)
+        assert "answers" in lines[0] and "version" in lines[0] and \
+            os.path.basename(files[0]) in lines[0] and "without a json" in lines[0], lines[0]
+    rc, out, err = hypo("lake", "--lake", lake, "verify", "--deep")
+    assert rc == 1 and os.path.basename(files[0]) in out, (out, err)
+    from jobs.table.damage import data_file_problem  # deep: the nulls, whatever the size
+
+    assert data_file_problem(files[0], deep=True, required=("json",)).endswith(
+        "without a json (a required column)")
+    assert data_file_problem(files[0], deep=False, required=("json",)) is None

@@ -18,6 +18,7 @@ import pyarrow as pa
 from jobs.table import damage, delta
 from jobs.table.damage import Problem
 from jobs.errors import LakeDamaged, LakeError
+from schemas.lake import required
 from jobs.table.store import DATA_TABLES, Lake, read_program_info, rerun_advice, rerunnable
 
 TABLES = DATA_TABLES + ("ticks",)
@@ -79,7 +80,8 @@ def _file_problems(L: Lake, kind: str, dt, deep: bool = False) -> tuple[list[Pro
              c.startswith("partition.")]
     for a in adds:
         full = os.path.join(path, a["path"])
-        why = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"), deep)
+        why = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"), deep,
+                                       tuple(required(kind)))
         if why:
             pv = {p: a.get(f"partition.{p}") for p in parts}
             out.append(Problem(damage.label(path), dt.version(), damage.rel(full, path), why,

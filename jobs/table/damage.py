@@ -147,10 +147,12 @@ def first_log_problem(table_path: str) -> Optional[str]:
 
 
 def data_file_problem(full: str, size: Optional[int] = None,
-                      rows: Optional[int] = None, deep: bool = False) -> Optional[str]:
+                      rows: Optional[int] = None, deep: bool = False,
+                      required: tuple = ()) -> Optional[str]:
     """Why a data file referenced by a table cannot be used (None: present, the size the log
     recorded, a readable Parquet footer with the recorded row count; with deep, every data
-    page decodes too — damage inside a file of the right size with an intact footer)."""
+    page decodes too — damage inside a file of the right size with an intact footer — and
+    the `required` columns it has hold no null)."""
     try:
         st = os.stat(full)
     except FileNotFoundError:
@@ -167,10 +169,14 @@ def data_file_problem(full: str, size: Optional[int] = None,
         return f"the file has {md.num_rows} rows, the log recorded {rows}"
     if deep:
         try:
-            pq.read_table(full)
+            t = pq.read_table(full)
         except Exception as e:  # noqa: BLE001 - any decoding error means "damaged inside"
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             return f"the file's data cannot be decoded ({first})"
+        for c in required:
+            if c in t.column_names and t.column(c).null_count:
+                return (f"{t.column(c).null_count} row(s) without a {c} (a required "
+                        f"column)")
     return None
 
 

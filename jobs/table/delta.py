@@ -24,7 +24,7 @@ from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
-from schemas.lake import arrow_schema, partition_by
+from schemas.lake import arrow_schema, partition_by, required
 
 from jobs.table import damage
 from jobs.errors import ConcurrentTickError, LakeDamaged, LakeMissing
@@ -235,7 +235,7 @@ def read_arrow(path: str, kind: str, version: Optional[int] = None,
             return ds.dataset(files, schema=out_schema, format="parquet").to_table()
         except (OSError, pa.ArrowException):
             pass  # file by file below: the damaged file named
-    return _read_adds(path, dt, adds, parts, out_schema, partitions)
+    return _read_adds(path, dt, adds, parts, out_schema, partitions, required(kind))
 
 
 class TickFiles:
@@ -254,14 +254,16 @@ class TickFiles:
         full = arrow_schema(self.kind)
         out_schema = pa.schema([full.field(c) for c in columns])
         return _read_adds(self.path, self.dt, self.by_tick.get(tick, []),
-                          partition_by(self.kind), out_schema, None)
+                          partition_by(self.kind), out_schema, None, required(self.kind))
 
 
 def _read_adds(path: str, dt: DeltaTable, adds: list, parts: list, out_schema: pa.Schema,
-               partitions: Optional[dict]) -> pa.Table:
-    """The rows of these add actions' files, file by file (a missing or unreadable file is
-    named in a DamagedTable error), with partition values filled in."""
+               partitions: Optional[dict], needed: Iterable[str] = ()) -> pa.Table:
+    """The rows of these add actions' files, file by file (a missing or unreadable file, or
+    one with a null in a column of `needed` that is read, is named in a DamagedTable error),
+    with partition values filled in."""
     want = out_schema.names
+    needed = [c for c in needed if c in want and c not in parts]
     tables = []
     for a in adds:
         pv = {p: a.get(f"partition.{p}") for p in parts}
@@ -279,6 +281,11 @@ def _read_adds(path: str, dt: DeltaTable, adds: list, parts: list, out_schema: p
         except (OSError, pa.ArrowException) as e:
             raise damaged_file(path, dt.version(), fpath, "the file is not readable Parquet ("
                                + (str(e).splitlines() or [""])[0][:160] + ")") from None
+        for c in needed:  # (a column the file lacks altogether: an older layout, read as null)
+            nulls = t.column(c).null_count if c in present else 0
+            if nulls:
+                raise damaged_file(path, dt.version(), fpath,
+                                   f"{nulls} row(s) without a {c} (a required column)")
         arrays = []
         for f in out_schema:
             if f.name in parts:
