@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -62,6 +63,7 @@ def turbine(spark, tmp_path_factory):
     out = _cli("--lake", lake, "run", "--from", "0", "--to", str(until), "--executor", "spark")
     assert out.count("\n") == until + 1 and out.count("spark executor") == until + 1
     return {"lake": lake, "until": until, "ref": reference(TURBINES, STREAM, until),
+            "jobs": [int(n) for n in re.findall(r"(\d+) Spark job", out)],
             "ref_all": reference(TURBINES, STREAM, until, all_=True), "dir": d}
 
 
@@ -88,6 +90,35 @@ def test_example13_through_the_cli_equals_hypo_run(turbine):
         assert api_lines(lake, t, "all", MAIN) == turbine["ref_all"][t], f"tick {t} (--all)"
     st = api.lake_status(lake)
     assert st["last_tick"] == 8 and st["incomplete_ticks"] == []
+
+
+# issue 42: Spark pays per job, not per row: reading, validation, GX, the plan and the
+# writes of one tick in at most this many jobs
+JOBS_A_TICK = 12
+
+
+def test_example13_runs_in_a_few_spark_jobs_a_tick(turbine):
+    assert len(turbine["jobs"]) == turbine["until"] + 1
+    assert max(turbine["jobs"]) <= JOBS_A_TICK, turbine["jobs"]
+
+
+def test_spark_jobs_a_tick_do_not_grow_with_the_data(spark, tmp_path):
+    """The same program on 20 and on 600 turbines (30× the facts and the state): tick for
+    tick the same number of Spark jobs, within the goal — the driver never decides the next
+    operation from a count that grows with the data."""
+    jobs = {}
+    for n in (20, 600):
+        delays, rows = turbine_stream(n, 2, max_delay=1, seed=5)
+        prog = write_program(tmp_path, turbine_program(delays), f"p{n}.tdl")
+        stream = str(tmp_path / f"s{n}.jsonl")
+        write_jsonl(rows, stream)
+        lake = str(tmp_path / f"lake{n}")
+        api.init(lake, prog)
+        api.ingest(lake, None, [stream])
+        jobs[n] = [api.run_tick(lake, t, executor="spark")["counts"]["spark_jobs"]
+                   for t in range(2)]
+    assert jobs[20] == jobs[600], jobs
+    assert max(jobs[600]) <= JOBS_A_TICK, jobs
 
 
 def test_answers_at_tick_2_after_tick_8_by_time_travel(turbine):

@@ -43,7 +43,9 @@ def with_reasons(B, df, cp: CompiledProgram, tau: int):
     an = cp.analysis
     edb = dict(an.edb)
     unused = declared_unused(cp)
-    df = B.with_row_id(B.sort(df, ["source", "line", "batch"]), "_rid")
+    ordered = getattr(B, "ordered_row_id", None)  # Spark: without a sort's sampling job
+    df = ordered(df, ["source", "line", "batch"], "_rid") if ordered is not None else \
+        B.with_row_id(B.sort(df, ["source", "line", "batch"]), "_rid")
     ar = B.from_rows([{"_ap": p, "arity": n} for p, n in sorted(edb.items())]
                      + [{"_ap": p, "arity": n} for p, n in sorted(unused.items())
                         if n is not None],

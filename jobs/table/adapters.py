@@ -95,7 +95,8 @@ class SparkIO:
         return self.spark.read.schema(ddl).parquet(*files)
 
     def checkpoint(self, df):
-        return self.B.materialize_now(df)
+        """Lazy: the first job that reads the frame computes it once (no job of its own)."""
+        return self.B.materialize(df)
 
     def write(self, df, table_dir: str, rel_dir: str, kind: str, pv: dict, name: str) -> list:
         df.write.mode("overwrite").parquet(os.path.join(table_dir, rel_dir))

@@ -77,12 +77,22 @@ def state_frame(B, eng, cp: CompiledProgram):
 
 def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
     """Fill the engine with S_tick from the state rows (a frame of one tick)."""
-    df = B.materialize_now(df) if hasattr(B, "materialize_now") else df
-    info = [r["info"] for r in B.rows(B.select(B.filter(df, B.col("kind") == B.lit("meta", OBJ)),
-                                               [B.col("info")]))]
-    check_meta(info, tick, cp)
+    df = B.materialize(df)
     ans = B.filter(df, B.col("kind") == B.lit("answer", OBJ))
-    parts = B.rows(B.unique(B.select(ans, [B.col("template"), B.col("pattern")])))
+    # what the driver needs, read in one pass (on Spark one job): the meta row, the
+    # remembered definite heads and the partitions (template, pattern) of the answers
+    small = ("kind", "info", "pred", "args", "time", "template", "pattern")
+    kind = B.col("kind")
+    side = B.select(B.filter(df, (kind == B.lit("meta", OBJ)) |
+                             (kind == B.lit("answered", OBJ))), [B.col(c) for c in small])
+    parts = B.select(B.unique(B.select(ans, [B.col("template"), B.col("pattern")])),
+                     [B.alias(B.lit("part", OBJ), "kind"), B.alias(B.null(OBJ), "info"),
+                      B.alias(B.null(OBJ), "pred"), B.alias(B.null(STRLIST), "args"),
+                      B.alias(B.null(INT), "time"), B.col("template"), B.col("pattern")])
+    got = B.rows(B.concat([side, parts]))
+    info = [r["info"] for r in got if r["kind"] == "meta"]
+    check_meta(info, tick, cp)
+    parts = [r for r in got if r["kind"] == "part"]
     eng.S = [{} for _ in eng.templates]
     for r in parts:
         k, P = int(r["template"]), bits_pattern(int(r["pattern"]))
@@ -105,9 +115,8 @@ def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
         eng.W[p] = B.materialize(B.select(w, [B.alias(B.get_item(B.col("args"), i), acol(i))
                                               for i in range(n)] +
                                           [B.alias(B.col("time"), "t"), B.col("wexp")]))
-    heads = B.filter(df, B.col("kind") == B.lit("answered", OBJ))
-    eng.answered.load((r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(
-        B.select(heads, [B.col("pred"), B.col("args"), B.col("time")])))
+    eng.answered.load((r["pred"], tuple(r["args"]), int(r["time"])) for r in got
+                      if r["kind"] == "answered")
     eng.tau = tick
 
 

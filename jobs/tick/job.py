@@ -289,7 +289,10 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         from jobs.tick.spark_plan import SparkBackend
         from jobs.tick.sparkjobs import JobCount
 
+        from jobs.tick.spark import tick_partitions
+
         io = SparkIO(SparkBackend(spark()))
+        tick_partitions(io.spark, _rows_of(prev_files) + _rows_of(facts_files))
         jobs = JobCount(io.B.spark)
     else:
         io = LocalIO(resources.usable_cpus())

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 DEFAULT_MASTER = "local[2]"
+MAX_PARTITIONS_KEY = "spark.hypo.shufflePartitions.max"
+ROWS_PER_PARTITION = 65_536
 # On a cluster the driver's DAGScheduler logs, as an ERROR, "Failed to update accumulator 123
 # (Unknown class) for task 0 (attempted to access non-existent accumulator 123)" when a task's
 # metrics arrive after the driver dropped that accumulator (the query that owned it is done
@@ -139,9 +141,14 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
          .config("spark.sql.shuffle.partitions", str(parts))
          .config("spark.default.parallelism", str(parts))
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-         # the plan's joins see checkpointed inputs without size statistics: adaptive
-         # execution turns the small sides into broadcasts and coalesces tiny partitions
-         .config("spark.sql.adaptive.enabled", "true")
+         # a fixed number of Spark jobs a tick, whatever the data (issue 42): adaptive
+         # execution submits every shuffle stage of a query as a job of its own, and a
+         # broadcast join runs a job to collect its small side when the plan is prepared
+         # (a lazy checkpoint included); off, one action is one job, and the shuffle
+         # partitions are chosen per tick from the input's size instead (tick_partitions)
+         .config("spark.sql.adaptive.enabled", "false")
+         .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+         .config(MAX_PARTITIONS_KEY, str(parts))
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.driver.memory", os.environ.get("HYPO_SPARK_DRIVER_MEMORY", "4g"))
          .config("spark.driver.extraJavaOptions", log4j)
@@ -158,6 +165,18 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
     if not master.startswith("local"):
         ship_code(spark)
     return spark
+
+
+def tick_partitions(spark, rows: int) -> int:
+    """Shuffle partitions for a tick of `rows` input rows (the slice's and S_{τ-1}'s, read
+    from the Parquet footers on the driver): one per ROWS_PER_PARTITION, at most the
+    session's HYPO_SPARK_SHUFFLE_PARTITIONS — a tick of a few facts is then one task a
+    stage instead of four idle ones."""
+    top = int(spark.conf.get(MAX_PARTITIONS_KEY, None)
+              or os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
+    n = max(1, min(top, -(-rows // ROWS_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    return n
 
 
 def ship_code(spark) -> None:

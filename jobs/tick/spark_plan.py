@@ -333,6 +333,25 @@ class SparkBackend:
         self.actions += 1
         return [r.asDict(recursive=True) for r in df.collect()]
 
+    def rows_many(self, dfs: list) -> list[list[dict]]:
+        """rows() of each frame, read in one job: each frame's rows as JSON text (nulls
+        kept) tagged with its position, the tagged frames unioned and collected once."""
+        import json
+
+        out: list[list[dict]] = [[] for _ in dfs]
+        tagged = [df.selectExpr(f"{i} AS _q", "to_json(struct(*), map('ignoreNullFields', "
+                                "'false')) AS _j")
+                  for i, df in enumerate(dfs) if not self.is_empty(df)]
+        if not tagged:
+            return out
+        u = tagged[0]
+        for t in tagged[1:]:
+            u = u.union(t)
+        self.actions += 1
+        for q, j in u.collect():
+            out[q].append(json.loads(j))
+        return out
+
     def height(self, df) -> int:
         got = self._sizes.get(id(df))
         if got is not None and got[0] is df:
@@ -469,6 +488,16 @@ class SparkBackend:
         return df.withColumn(name, self.F.monotonically_increasing_id()).localCheckpoint(
             eager=False)
 
+    def ordered_row_id(self, df, cols: list, name: str):
+        """A row id ordered as the columns are (ties: an arbitrary but fixed order), as
+        with_row_id after sort gives on the in-process backends — here a struct of the
+        columns and a unique number, compared field by field: a global sort would run a
+        sampling job to choose its ranges."""
+        items = ", ".join(f"'{c}', `{c}`" for c in cols)
+        return df.withColumn(name, self.F.expr(
+            f"named_struct({items}, '_n', monotonically_increasing_id())")).localCheckpoint(
+            eager=False)
+
     def materialize_now(self, df):
         """An eager checkpoint with its size recorded (one job)."""
         self.actions += 1
@@ -484,3 +513,4 @@ class SparkBackend:
         if got is not None and got[0] is df:
             return df
         return df.localCheckpoint(eager=False)
+

@@ -92,6 +92,9 @@ class Renderer(RenderCache, FormattedRows, ObjectRows, StringPlan):
             todo_frames[(k, P)] = df
         dls = src.deadlines(todo_frames, tau)
         parts = []
+        # where each read of the data is a job (Spark), the rows the object builder renders
+        # are read at the end, all at once (objects.py _flush)
+        self._defer = [] if not B.cheap_checks and self._native is None else None
         cache = self._columns_only()
         kept: dict = {}
         for (k, P), df in dls.items():
@@ -119,6 +122,8 @@ class Renderer(RenderCache, FormattedRows, ObjectRows, StringPlan):
                     if B.is_empty(df):
                         continue
                 parts.extend(self._render(k, P, df, tau))
+        if self._defer is not None:
+            parts = self._flush(parts)
         if cache:
             self._rcache = kept
             if self._native is not None:

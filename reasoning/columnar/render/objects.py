@@ -19,6 +19,15 @@ PYTHON_NEW_ROWS = 64
 PYTHON_NEW_ELEMENTS = 8_000
 
 
+class Deferred:
+    """A frame _render_python will give once the rows of every such frame are read."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+
 class ObjectRows:
     """Renderer's rows built in Python (a mixin): rows with nogoods over several variables
     (`excluded_combinations`), rows with periodic time domains, rows with nogoods on Spark,
@@ -37,6 +46,27 @@ class ObjectRows:
     def _render_python(self, k: int, P, df, tau: int, native: bool = False):
         """Rows with nogoods (X ∉ {…}): the object built like Explainer.render (native: df
         is a frame of the native executor, read there)."""
+        defer = getattr(self, "_defer", None)
+        if defer is not None and not native:  # read with the others in one pass (_flush)
+            defer.append((k, P, df, tau))
+            return Deferred(len(defer) - 1)
+        return self._python_frame(k, P, (self._native.B if native else self.B).rows(df), tau,
+                                  native)
+
+    def _flush(self, parts: list) -> list:
+        """parts with each Deferred replaced by its frame: the rows of every deferred frame
+        read at once (rows_many: on Spark one job instead of one a frame)."""
+        defer, self._defer = self._defer, None
+        if not defer:
+            return parts
+        B = self.B
+        many = getattr(B, "rows_many", None)
+        got = many([d[2] for d in defer]) if many is not None else [B.rows(d[2]) for d in defer]
+        done = [self._python_frame(k, P, rows, tau) for (k, P, _, tau), rows in zip(defer, got)]
+        return [done[p.i] if isinstance(p, Deferred) else p for p in parts]
+
+    def _python_frame(self, k: int, P, src_rows, tau: int, native: bool = False):
+        """The rendered frame of rows read from the executor (_render_python)."""
         from reasoning.columnar.layout import STRLIST
 
         B = self.B
@@ -44,7 +74,7 @@ class ObjectRows:
         lay = self.eng.layouts[k]
         rows = []
         with frozen_survivors():  # an answer may carry 10⁵–10⁶ exclusions (tuples, strings)
-            for r in (self._native.B if native else B).rows(df):
+            for r in src_rows:
                 rows.append(self._python_row(tp, lay, r, tau))
         self.stats["python_rows" if not native else "python_few"] += len(rows)
         schema = {"grp": INT, "skey": OBJ, "line": OBJ, "akey": OBJ, "status": OBJ}
