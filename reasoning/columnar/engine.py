@@ -118,6 +118,17 @@ class ColumnarEngine:
             any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
                 for tp in self.templates for j in tp.neg) or any(self.exact.multi) or \
             any(self.exact.time_ng)
+        # the variables a nogood of a template's answer can be on: the program's nogoods,
+        # the negated literals' (step 3's pieces), exact refinement's (exact.py); reduction
+        # (finish.py reduce_nogoods) drops a nogood once its variables are bound, so the
+        # rows of a partition binding them all have none (part_may_ng)
+        self.ng_vars = [frozenset().union(
+            *[{x for x, _ in n} for n in tp.nogoods],
+            *[{x for isvar, x in tp.lits[j].args if isvar} |
+              ({tp.lits[j].tvar} if tp.lits[j].tvar is not None else set())
+              for j in tp.neg],
+            self.exact._need[tp.tid] if self.exact.may_ng[tp.tid] else ())
+            for tp in self.templates]
         self.stats = {"fallback_refs": 0}
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
@@ -160,6 +171,10 @@ class ColumnarEngine:
         yield from self.W.values()
         for plan in self.dplans.values():
             yield from plan.frames()
+
+    def part_may_ng(self, k: int, P: Pattern) -> bool:
+        """Can a row of template k's partition P carry nogoods (statically)?"""
+        return self.may_ng[k] and not self.ng_vars[k] <= P
 
     def partitions(self, k: int):
         return self.S[k].items()

@@ -73,7 +73,7 @@ def step3(eng, tau: int) -> None:
 def L_frames(eng, pred: str, tau: int) -> list:
     """Step 3(a): the answers of pred (heads instantiated: la<i>, lt; definite: ldef;
     carries nogoods: lng; least head time not split off, for a head time unbound:
-    lmin): [(template, bound head variables, frame)]."""
+    lmin): [(template, bound head variables, frame, whether its rows can carry nogoods)]."""
     B = eng.B
     out = []
     for k2 in eng.by_head.get(pred, ()):
@@ -88,7 +88,8 @@ def L_frames(eng, pred: str, tau: int) -> list:
                 head.tvar not in P2 else None
             if lmin is not None:
                 items.append(B.alias(lmin, "lmin"))
-            out.append((k2, P2 & hv, B.materialize(B.select(A, items))))
+            out.append((k2, P2 & hv, B.materialize(B.select(A, items)),
+                        eng.part_may_ng(k2, P2)))
     return out
 
 

@@ -56,7 +56,7 @@ def refine_simple(eng, k, j, P, R, L, tau, h_bound, unb, complex_):
     Fl, Tr = B.lit(False, BOOL), B.lit(True, BOOL)
     parts, approx = covers(eng, R, lp, h_bound, L)
     C = B.concat(parts) if parts else None
-    maybe = any(eng.may_ng[k2] for k2, _, _ in L) or approx
+    maybe = any(ng for _, _, _, ng in L) or approx
     if C is not None and not B.is_empty(C):
         if maybe and any_flag(eng, C):
             bad = B.filter(C, B.col("lng") | B.col("approx"))
@@ -213,7 +213,7 @@ def covers(eng, R, lp: LitPattern, h_bound: Pattern, L: list):
     parts = []
     approx = False
     unb = sorted({x for isvar, x in lp.args if isvar} - h_bound)
-    for k2, l_bound, F in L:
+    for k2, l_bound, F, _ in L:
         head = eng.templates[k2].head
         l_time = head_time(eng, k2, l_bound)
         spec = cover_spec(lp, h_bound, head, l_bound, ("R", "_ht"), l_time)

@@ -136,7 +136,8 @@ class Deadlines:
                 if B.is_empty(A):
                     continue
                 items = l_items(eng, k2, P2) + [B.alias(B.col("dl"), "ldl")]
-                out.append((k2, P2 & literal_vars(head), B.select(A, items)))
+                out.append((k2, P2 & literal_vars(head), B.select(A, items),
+                            eng.part_may_ng(k2, P2)))
         return out
 
     def _deadline_L(self, k: int, P, df, final: dict, tau: int):
@@ -158,7 +159,7 @@ class Deadlines:
             R = B.with_columns(R, {"_ht": eng._texpr(lp)})
             hvars = {x for isvar, x in lp.args if isvar}
             h_bound = frozenset(hvars & P)
-            for k2, l_bound, F in self._L(lp.pred, final):
+            for k2, l_bound, F, may_ng in self._L(lp.pred, final):
                 spec = cover_spec(lp, h_bound, eng.templates[k2].head, l_bound, ("R", "_ht"),
                                   head_time(eng, k2, l_bound))
                 if spec is None:
@@ -172,7 +173,7 @@ class Deadlines:
                            Lsel, lkeys, ["_L_" + c for c in rkeys], how="inner")
                 if B.is_empty(J):
                     continue
-                if eng.may_ng[k2] and B.col_max(B.select(J, [B.alias(B.col("_L_lng"), "_f")]),
+                if may_ng and B.col_max(B.select(J, [B.alias(B.col("_L_lng"), "_f")]),
                                                  "_f"):
                     python_ids.append(B.select(B.filter(J, B.col("_L_lng")), [B.col("_rid")]))
                 aggs.append(B.select(J, [B.col("_rid"), B.alias(B.col("_L_ldl"), "ldl"),
