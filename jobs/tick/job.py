@@ -72,6 +72,7 @@ class TickContext:
     executor: str = "auto"
     master: str = ""  # the Spark master a Spark executor would run on (choose_executor)
     used: str = ""
+    input_rows: int = 0  # rows of S_{τ-1} and D|τ (their Parquet footers)
     versions: dict = field(default_factory=dict)  # table -> version read at start
     tables: dict = field(default_factory=dict)  # table -> DeltaTable at that version
 
@@ -292,7 +293,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         from jobs.tick.spark import tick_partitions
 
         io = SparkIO(SparkBackend(spark()))
-        tick_partitions(io.spark, _rows_of(prev_files) + _rows_of(facts_files))
+        tick_partitions(io.spark, ctx.input_rows)
         jobs = JobCount(io.B.spark)
     else:
         io = LocalIO(resources.usable_cpus())
@@ -577,7 +578,9 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     done = lake.done(log)
     prev_v, prev_files = _prev_state(ctx, done, log)
     facts_files, bad_files = _facts_files(ctx)
-    ctx.used = choose_executor(ctx, _rows_of(prev_files), _rows_of(facts_files))
+    prev_rows, fact_rows = _rows_of(prev_files), _rows_of(facts_files)
+    ctx.input_rows = prev_rows + fact_rows
+    ctx.used = choose_executor(ctx, prev_rows, fact_rows)
     lake.log(tau, run, "start", facts_version=ctx.versions["facts"], prev_state_version=prev_v)
     tm.lap("plan (delta logs)")
     try:

@@ -498,12 +498,6 @@ class SparkBackend:
             f"named_struct({items}, '_n', monotonically_increasing_id())")).localCheckpoint(
             eager=False)
 
-    def materialize_now(self, df):
-        """An eager checkpoint with its size recorded (one job)."""
-        self.actions += 1
-        df = df.localCheckpoint(eager=True)
-        return self._known(df, df.count())
-
     def materialize(self, df):
         """A lazy local checkpoint: the plan's lineage is cut here and the rows are computed
         once, by the first job that needs them (no job now, size unknown)."""
@@ -513,4 +507,3 @@ class SparkBackend:
         if got is not None and got[0] is df:
             return df
         return df.localCheckpoint(eager=False)
-

@@ -118,16 +118,16 @@ class ColumnarEngine:
             any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
                 for tp in self.templates for j in tp.neg) or any(self.exact.multi) or \
             any(self.exact.time_ng)
-        # the variables a nogood of a template's answer can be on: the program's nogoods,
-        # the negated literals' (step 3's pieces), exact refinement's (exact.py); reduction
-        # (finish.py reduce_nogoods) drops a nogood once its variables are bound, so the
-        # rows of a partition binding them all have none (part_may_ng)
+        # the variables a nogood of a template's answer can be on, besides exact
+        # refinement's (exact.py partition_watched): the program's nogoods', the negated
+        # literals' (step 3's pieces); reduction (finish.py reduce_nogoods) drops a nogood
+        # once its variables are bound, so the rows of a partition binding them all have
+        # none (part_may_ng)
         self.ng_vars = [frozenset().union(
             *[{x for x, _ in n} for n in tp.nogoods],
             *[{x for isvar, x in tp.lits[j].args if isvar} |
               ({tp.lits[j].tvar} if tp.lits[j].tvar is not None else set())
-              for j in tp.neg],
-            self.exact._need[tp.tid] if self.exact.may_ng[tp.tid] else ())
+              for j in tp.neg])
             for tp in self.templates]
         self.stats = {"fallback_refs": 0}
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
@@ -174,7 +174,8 @@ class ColumnarEngine:
 
     def part_may_ng(self, k: int, P: Pattern) -> bool:
         """Can a row of template k's partition P carry nogoods (statically)?"""
-        return self.may_ng[k] and not self.ng_vars[k] <= P
+        return self.may_ng[k] and (not self.ng_vars[k] <= P or
+                                   self.exact.partition_watched(k, P))
 
     def partitions(self, k: int):
         return self.S[k].items()
