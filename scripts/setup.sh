@@ -39,6 +39,9 @@ import lark, pyspark, deltalake, airflow, great_expectations, clingo, polars, me
     >>"$LOG" 2>&1 || { echo "setup: requirements did not install (see $LOG)" >&2; exit 1; }
   echo "$WANT" > "$STAMP"
 fi
+# The delta-spark jars from Maven Central into .venv/hypo-jars (spark.jars): at set-up, never
+# at run time; skipped when they are there already
+bash scripts/fetch-jars.sh
 # Byte-compile the project's sources (incremental: only changed files).  With
 # PYTHONDONTWRITEBYTECODE set, as on this machine's kind and in the image, Python never writes
 # them itself and every `hypo` start compiled ~40 modules again (~0.1 s of a 0.6 s start).

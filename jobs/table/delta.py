@@ -68,14 +68,27 @@ def damaged_file(path: str, version: Optional[int], full: str, why: str,
     return LakeDamaged(f"{damage.label(path)}{at}: {damage.rel(full, path)}: {why}; {hint}")
 
 
-def create_table(path: str, kind: str, metadata: Optional[dict] = None) -> None:
+def create_table(path: str, kind: str, metadata: Optional[dict] = None,
+                 configuration: Optional[dict] = None) -> None:
     """An empty Delta table with the schema `kind` of schemas/lake.json (version 0)."""
     os.makedirs(path, exist_ok=True)
     create_table_with_add_actions(
         path, Schema.from_arrow(arrow_schema(kind)), [], mode="error",
-        partition_by=partition_by(kind) or None, name=kind,
-        commit_properties=CommitProperties(custom_metadata={"hypo": "create", **(metadata or {})}),
+        partition_by=partition_by(kind) or None, name=kind, configuration=configuration,
+        commit_properties=CommitProperties(
+            custom_metadata=with_user_metadata({"hypo": "create", **(metadata or {})})),
     )
+
+
+def with_user_metadata(md: dict) -> dict:
+    """The commit's hypo keys also as Delta's `userMetadata` (compact JSON, the tick first):
+    the column `DESCRIBE HISTORY` shows in Spark SQL and delta-spark's writers set (issue 43)
+    — one commit per tick, found by `get_json_object(userMetadata, '$.tick')`."""
+    if not md:
+        return md
+    keys = sorted(md, key=lambda k: (k != "tick", k != "run", k))
+    um = {k: md[k] for k in keys if k != "userMetadata"}
+    return {**md, "userMetadata": json.dumps(um, separators=(",", ":"))}
 
 
 def _jsonable(v: Any) -> Any:
@@ -166,6 +179,7 @@ def commit(dt: DeltaTable, kind: str, actions: list, mode: str = "append",
     (-1 when not exclusive: appends retried by delta-rs)."""
     read = dt.version()
     md = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
+    md = with_user_metadata(md)
     try:
         dt.create_write_transaction(
             actions, mode=mode, schema=arrow_schema(kind), partition_by=partition_by(kind) or None,

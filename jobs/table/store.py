@@ -188,7 +188,8 @@ class Lake:
             return False
         try:
             dt.optimize.compact(target_size=1 << 18, commit_properties=delta.CommitProperties(
-                custom_metadata={"phase": "compact"}, max_commit_retries=0))
+                custom_metadata=delta.with_user_metadata({"phase": "compact"}),
+                max_commit_retries=0))
         except Exception:  # noqa: BLE001 - a conflict: the next tick's compaction retries
             return False
         try:  # the files compactions replaced, once no reader can still be at their version

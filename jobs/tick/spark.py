@@ -102,6 +102,20 @@ def active():
     return SparkSession.getActiveSession()
 
 
+def delta_jars() -> list[str]:
+    """The delta-spark jars scripts/fetch-jars.sh put in the venv at set-up (spark.jars: the
+    driver ships them to a cluster's executors); HYPO_SPARK_JARS names another folder.  None
+    there: a one-line error naming the set-up command — nothing is fetched at run time."""
+    folder = Path(os.environ.get("HYPO_SPARK_JARS") or Path(sys.prefix) / "hypo-jars")
+    jars = sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
+    if not any(Path(j).name.startswith("delta-spark_") for j in jars):
+        from jobs.errors import LakeError
+
+        raise LakeError(f"the delta-spark jars are missing from {folder}: run "
+                        "`bash scripts/setup.sh` (it fetches them from Maven Central)")
+    return jars
+
+
 def planned_master(master: Optional[str] = None) -> str:
     """The master a session(master) call would run on, without starting Spark: the running
     session's (if any and none is asked for), else master, HYPO_SPARK_MASTER or the
@@ -136,6 +150,11 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
     parts = shuffle_partitions or int(os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
     log4j = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
     b = (SparkSession.builder.master(master).appName("hypo-lake")
+         # delta-spark (issue 43): format("delta"), time travel, DESCRIBE HISTORY, MERGE
+         .config("spark.jars", ",".join(delta_jars()))
+         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+         .config("spark.sql.catalog.spark_catalog",
+                 "org.apache.spark.sql.delta.catalog.DeltaCatalog")
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", str(parts))
