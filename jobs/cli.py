@@ -21,6 +21,7 @@ USAGE_EXAMPLES = """examples:
   hypo lake ingest --tick 3 slice3.jsonl more.csv
   hypo lake run --from 0 --to 8
   hypo lake answers --tick 2
+  hypo lake changes --from 0 --to 8                      # the change feed (hypo run --changes)
   hypo lake history 'OK(wt2, 1)'
   hypo lake status
   hypo lake report --from 0 --to 8 --out report.html      # one self-contained HTML file
@@ -86,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tick", type=tick_arg)
     a.add_argument("--status", choices=["definite", "hypothetical", "pending", "all"])
     a.add_argument("--format", choices=["jsonl", "text"], default="jsonl")
+    c = sub.add_parser("changes", parents=[common],
+                       help="what changed at ticks a..b (the change feed of `current`: "
+                            "the lines of `hypo run --changes --format jsonl`)")
+    c.add_argument("--from", dest="start", type=tick_arg, default=0)
+    c.add_argument("--to", dest="end", type=tick_arg)
     h = sub.add_parser("history", parents=[common], help="the lifecycle of one answer")
     h.add_argument("atom", help="a ground instance of the query, e.g. 'OK(wt2, 1)'")
     h.add_argument("--format", choices=["text", "jsonl"], default="text")
@@ -271,6 +277,20 @@ def _answers(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
     return 0
 
 
+def _changes(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
+    """`hypo lake changes`: the change feed of ticks a..b as `hypo run --changes` lines."""
+    from jobs.errors import LakeError
+    from jobs.table.current import changes
+    from jobs.table.store import Lake
+
+    end = args.end if args.end is not None else Lake(lake).require().last_tick()
+    if args.start > end:
+        raise LakeError(f"--from {args.start} is after --to {end}")
+    for line in changes(lake, args.start, end):
+        out.write(line + "\n")
+    return 0
+
+
 def _history(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
     """`hypo lake history ATOM`: the lifecycle of one answer."""
     from jobs import lake as api
@@ -443,7 +463,7 @@ def _status(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
 
 COMMANDS = {
     "init": _init, "ingest": _ingest, "tick": _tick, "run": _run,
-    "answers": _answers, "history": _history, "report": _report, "verify": _verify,
+    "answers": _answers, "changes": _changes, "history": _history, "report": _report, "verify": _verify,
     "vacuum": _vacuum, "migrate": _migrate, "status": _status,
 }  # sub-command -> handler (its parser: build_parser)
 

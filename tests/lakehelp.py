@@ -93,4 +93,26 @@ def check_lake_equals_run(lake: str, program: str, stream: str, main: str,
     ref = reference(program, stream, until, all_=True)
     for t in range(until + 1):
         assert api_lines(lake, t, "all", main) == ref[t], f"{what} tick {t}"
+    assert lake_changes(lake, 0, until) == run_changes(program, stream, until), \
+        f"{what}: the change feed"
     return until
+
+
+def run_changes(program: str, stream: str, until: int, query: Optional[str] = None,
+                start: int = 0) -> list[str]:
+    """The lines `hypo run --changes --format jsonl` prints for ticks start..until."""
+    argv = ["run", program, "--stream", stream, "--format", "jsonl", "--until", str(until),
+            "--changes"]
+    if query:
+        argv += ["--query", query]
+    rc, out, err = hypo(*argv)
+    assert rc in (0, 1), err
+    return [x for x in out.splitlines() if json.loads(x)["tick"] >= start]
+
+
+def lake_changes(lake: str, start: int, end: int) -> list[str]:
+    """The lines `hypo lake changes --from start --to end` prints."""
+    rc, out, err = hypo("lake", "--lake", lake, "changes", "--from", str(start), "--to",
+                        str(end))
+    assert rc == 0, err
+    return out.splitlines()

@@ -1,0 +1,173 @@
+"""The `current` table and its change feed (issue 43): one row per answer `hypo run` shows at
+the newest tick, kept by a Delta MERGE per tick with the change data feed on, so that the
+feed between two versions is what `hypo run --changes` prints for those ticks."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Optional
+
+import pyarrow as pa
+
+from deltalake import CommitProperties, DeltaTable
+
+from jobs.errors import LakeError
+from jobs.table import delta
+from jobs.table.store import Lake
+from reasoning.run.changes import Changes
+from reasoning.semantics.keyed import KeyedLines
+
+KIND = "current"
+# delta-rs writes the change data files of a MERGE when the table has this property (writer
+# version 4, which delta-spark reads and writes too: docs/lake.md#the-change-feed)
+CDF = {"delta.enableChangeDataFeed": "true"}
+REFUTED = "refuted"
+
+
+def tick_lines(L: Lake, done, t: int) -> KeyedLines:
+    """The lines `hypo run` (no --all) prints at tick t, from the answers version tick t
+    committed; none for a tick inside a skipped quiet stretch."""
+    if t < 0 or t not in done:
+        return KeyedLines.empty()
+    tab = delta.read_arrow(L.path("answers"), "answers", version=done[t]["answers_version"],
+                           partitions={"tick": t},
+                           columns=["sort_key", "json", "status", "answer_key"])
+    rows = [r for r in tab.to_pylist() if r["status"] != "pending"]
+    return KeyedLines([0] * len(rows), [r["sort_key"] for r in rows],
+                      [r["json"] for r in rows], [r["answer_key"] for r in rows],
+                      [r["status"] for r in rows])
+
+
+def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[dict]:
+    """The rows of `current` that tick t changes, one per answer key, in the order `hypo run
+    --changes` prints their lines (reasoning/run/changes.py, the same comparison)."""
+    ch = Changes()
+    if prev is not None:
+        ch.update(t - 1, prev)
+    out: dict = {}
+    for texts, rows, heads, which, skip in ch._changed(t, cur):
+        src = cur if texts is cur.line else prev
+        for r, w in zip(rows, which):
+            head = heads[w]
+            change = head[head.index('"change": "') + 11:].split('"', 1)[0]
+            line = head + texts[r][skip:]
+            key = src.akey[r]
+            row = out.get(key)
+            if row is None:
+                row = out[key] = {"answer_key": key, "change": change, "tick": t,
+                                  "seq": len(out), "sort_key": src.skey[r], "lines": [],
+                                  "statuses": set(), "deadline": None,
+                                  "query": json.loads(texts[r])["query"]}
+            row["lines"].append(line)
+            row["statuses"].add(REFUTED if change == REFUTED else src.status[r])
+            d = json.loads(texts[r]).get("deadline")
+            if d is not None and (row["deadline"] is None or d < row["deadline"]):
+                row["deadline"] = d
+    for row in out.values():
+        st = row.pop("statuses")
+        row["status"] = (REFUTED if REFUTED in st else "definite" if st == {"definite"}
+                         else "hypothetical")
+    return list(out.values())
+
+
+def _table(L: Lake) -> Optional[DeltaTable]:
+    path = L.path(KIND)
+    try:
+        return DeltaTable(path)
+    except Exception:  # noqa: BLE001 - not created yet (lakes from before issue 43 too)
+        return None
+
+
+def last_tick(dt: DeltaTable) -> int:
+    """The newest tick the table was brought up to (its newest commit's `tick`), -1: none."""
+    for h in dt.history(1):
+        if "tick" in h:
+            return int(h["tick"])
+    return -1
+
+
+def catch_up(L: Lake, tau: int) -> dict:
+    """Bring `current` up to tick τ (called after τ's `done`): each tick after the one it
+    holds, through τ, merged in order — a crash after `done` loses no tick's changes; a
+    re-run of a tick it already holds (a backfill) leaves it as it is.  A table created now
+    (a new lake, or one from before the table existed) starts at τ."""
+    dt = _table(L)
+    if dt is None:
+        delta.create_table(L.path(KIND), KIND, {"tick": str(tau - 1)}, configuration=CDF)
+        dt = DeltaTable(L.path(KIND))
+    last = last_tick(dt)
+    if last >= tau:
+        return {"current_merged": 0}
+    done = L.done()
+    run = uuid.uuid4().hex[:12]
+    prev = tick_lines(L, done, last) if last >= 0 else None
+    merged = 0
+    for t in range(last + 1, tau + 1):
+        cur = tick_lines(L, done, t)
+        if prev is None and not cur.height and t < tau:
+            continue
+        rows = changed_rows(t, prev, cur)
+        if rows or t == tau or (prev is not None and prev.height):
+            have = set(dt.to_pyarrow_table(columns=["answer_key"])
+                       .column("answer_key").to_pylist())
+            gone = have - set(cur.akey) - {r["answer_key"] for r in rows}
+            if rows or gone:
+                _merge(dt, rows, sorted(gone), t, run)
+                merged += 1
+            elif t == tau:
+                _mark(dt, t, run)
+            dt = DeltaTable(L.path(KIND))
+        prev = cur
+    return {"current_merged": merged}
+
+
+def _merge(dt: DeltaTable, rows: list[dict], gone: list[str], t: int, run: str) -> None:
+    """One MERGE: the changed answers upserted, the ones no longer shown deleted."""
+    schema = delta.arrow_schema(KIND)
+    cols = {f.name: [] for f in schema}
+    for r in rows + [{"answer_key": k} for k in gone]:
+        for c in cols:
+            cols[c].append(r.get(c))
+    src = pa.Table.from_pydict(cols, schema=schema).append_column(
+        "op", pa.array(["set"] * len(rows) + ["del"] * len(gone), pa.string()))
+    md = delta.with_user_metadata({"tick": str(t), "run": run})
+    setters = {f.name: f"s.{f.name}" for f in schema}
+    (dt.merge(src, "t.answer_key = s.answer_key", source_alias="s", target_alias="t",
+              commit_properties=CommitProperties(custom_metadata=md, max_commit_retries=0))
+     .when_matched_delete("s.op = 'del'")
+     .when_matched_update(setters, "s.op = 'set'")
+     .when_not_matched_insert(setters, "s.op = 'set'")
+     .execute())
+
+
+def _mark(dt: DeltaTable, t: int, run: str) -> None:
+    """A commit without data: the table holds tick t (nothing changed there)."""
+    dt.create_write_transaction(
+        [], mode="append", schema=delta.arrow_schema(KIND),
+        commit_properties=CommitProperties(
+            custom_metadata=delta.with_user_metadata({"tick": str(t), "run": run}),
+            max_commit_retries=0))
+
+
+def changes(lake: str, start: int, end: int) -> list[str]:
+    """What `hypo run --changes --format jsonl` prints for ticks start..end, read from the
+    change feed of `current` (inserts and post-images of the versions of those ticks)."""
+    L = Lake(lake).require()
+    dt = _table(L)
+    if dt is None:
+        raise LakeError("this lake has no `current` table yet: it is written from the next "
+                        "tick a run computes (`hypo lake tick` / `run`)")
+    versions = {h["version"]: int(h["tick"]) for h in dt.history() if "tick" in h}
+    first = versions.get(0, -1) + 1
+    if start < first:
+        raise LakeError(f"the change feed of this lake starts at tick {first} (the table was "
+                        f"created then); ask --from {first} or later")
+    vs = sorted(v for v, t in versions.items() if start <= t <= end and v > 0)
+    if not vs:
+        return []
+    feed = pa.table(dt.load_cdf(starting_version=vs[0], ending_version=vs[-1]).read_all())
+    keep = [r for r in feed.select(["_change_type", "tick", "seq", "lines"]).to_pylist()
+            if r["_change_type"] in ("insert", "update_postimage")
+            and start <= r["tick"] <= end]
+    keep.sort(key=lambda r: (r["tick"], r["seq"]))
+    return [line for r in keep for line in r["lines"]]
