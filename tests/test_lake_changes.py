@@ -105,7 +105,7 @@ def test_a_crash_after_done_loses_no_change_and_a_backfill_keeps_the_table(tmp_p
     api.run_range(other, 0, 1, executor="local")
     real = current.catch_up
     try:
-        current.catch_up = lambda L, tau: {}
+        current.catch_up = lambda L, tau, *a, **k: {}
         api.run_range(other, 2, 4, executor="local")
     finally:
         current.catch_up = real

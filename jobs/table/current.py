@@ -4,6 +4,7 @@ feed between two versions is what `hypo run --changes` prints for those ticks.""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Optional
 
@@ -24,18 +25,36 @@ CDF = {"delta.enableChangeDataFeed": "true"}
 REFUTED = "refuted"
 
 
-def tick_lines(L: Lake, done, t: int) -> KeyedLines:
+# the lines of the tick the last catch_up ended at, per lake: the next tick's `prev`
+# without reading that partition again (valid while its answers version is the same)
+_LAST: dict = {}
+
+
+def tick_lines(L: Lake, done, t: int, versions: Optional[dict] = None) -> KeyedLines:
     """The lines `hypo run` (no --all) prints at tick t, from the answers version tick t
-    committed; none for a tick inside a skipped quiet stretch."""
-    if t < 0 or t not in done:
+    committed (versions: tick -> answers version, for ticks whose `done` is not in `done`
+    yet); none for a tick inside a skipped quiet stretch."""
+    v = (versions or {}).get(t)
+    if v is None and t >= 0 and t in done:
+        v = done[t]["answers_version"]
+    if t < 0 or v is None:
         return KeyedLines.empty()
-    tab = delta.read_arrow(L.path("answers"), "answers", version=done[t]["answers_version"],
-                           partitions={"tick": t},
+    try:  # (a lake made again at the same path has another first commit)
+        born = os.stat(os.path.join(L.path("answers"), "_delta_log",
+                                    f"{0:020d}.json")).st_mtime_ns
+    except OSError:
+        born = None
+    got = _LAST.get(L.root)
+    if got is not None and got[:3] == (t, v, born):
+        return got[3]
+    tab = delta.read_arrow(L.path("answers"), "answers", version=v, partitions={"tick": t},
                            columns=["sort_key", "json", "status", "answer_key"])
     rows = [r for r in tab.to_pylist() if r["status"] != "pending"]
-    return KeyedLines([0] * len(rows), [r["sort_key"] for r in rows],
-                      [r["json"] for r in rows], [r["answer_key"] for r in rows],
-                      [r["status"] for r in rows])
+    out = KeyedLines([0] * len(rows), [r["sort_key"] for r in rows],
+                     [r["json"] for r in rows], [r["answer_key"] for r in rows],
+                     [r["status"] for r in rows])
+    _LAST[L.root] = (t, v, born, out)
+    return out
 
 
 def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[dict]:
@@ -52,15 +71,15 @@ def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[di
             change = head[head.index('"change": "') + 11:].split('"', 1)[0]
             line = head + texts[r][skip:]
             key = src.akey[r]
+            obj = json.loads(texts[r])
             row = out.get(key)
             if row is None:
                 row = out[key] = {"answer_key": key, "change": change, "tick": t,
                                   "seq": len(out), "sort_key": src.skey[r], "lines": [],
-                                  "statuses": set(), "deadline": None,
-                                  "query": json.loads(texts[r])["query"]}
+                                  "statuses": set(), "deadline": None, "query": obj["query"]}
             row["lines"].append(line)
             row["statuses"].add(REFUTED if change == REFUTED else src.status[r])
-            d = json.loads(texts[r]).get("deadline")
+            d = obj.get("deadline")
             if d is not None and (row["deadline"] is None or d < row["deadline"]):
                 row["deadline"] = d
     for row in out.values():
@@ -86,11 +105,13 @@ def last_tick(dt: DeltaTable) -> int:
     return -1
 
 
-def catch_up(L: Lake, tau: int) -> dict:
+def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> dict:
     """Bring `current` up to tick τ (called after τ's `done`): each tick after the one it
     holds, through τ, merged in order — a crash after `done` loses no tick's changes; a
     re-run of a tick it already holds (a backfill) leaves it as it is.  A table created now
-    (a new lake, or one from before the table existed) starts at τ."""
+    (a new lake, or one from before the table existed) starts at τ.  done: the ticks log's
+    `done` rows if the caller has them (read otherwise); versions: tick -> answers version of
+    ticks done since (the tick just committed)."""
     dt = _table(L)
     if dt is None:
         delta.create_table(L.path(KIND), KIND, {"tick": str(tau - 1)}, configuration=CDF)
@@ -98,12 +119,12 @@ def catch_up(L: Lake, tau: int) -> dict:
     last = last_tick(dt)
     if last >= tau:
         return {"current_merged": 0}
-    done = L.done()
+    done = L.done() if done is None else done
     run = uuid.uuid4().hex[:12]
-    prev = tick_lines(L, done, last) if last >= 0 else None
+    prev = tick_lines(L, done, last, versions) if last >= 0 else None
     merged = 0
     for t in range(last + 1, tau + 1):
-        cur = tick_lines(L, done, t)
+        cur = tick_lines(L, done, t, versions)
         if prev is None and not cur.height and t < tau:
             continue
         rows = changed_rows(t, prev, cur)

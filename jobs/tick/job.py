@@ -626,7 +626,8 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
                "answers_digest": r["answers_digest"], "counts": r["counts"]}
     lake.log(tau, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
     tm.lap("commits")
-    current.catch_up(lake, tau)  # after `done`: the next tick catches up if this one fails
+    # after `done`: the next tick catches up if this one fails
+    current.catch_up(lake, tau, done, {tau: av})
     tm.lap("change feed (current)")
     summary["seconds"] = tm.phases
     summary["driver_peak_gb"] = tm.peaks
