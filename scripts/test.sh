@@ -7,6 +7,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
+# Debian's PostgreSQL server for the real-scheduler test (Airflow's metadata database as in
+# production; the test starts its own server on loopback): installed where missing
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "test: installing Debian's postgresql (the Airflow scheduler test's metadata database)" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql >/dev/null
+fi
 export GX_ANALYTICS_ENABLED=false PYSPARK_PYTHON="$ROOT/.venv/bin/python"
 if [ -z "${HYPO_TEST_WORKERS:-}" ]; then
   HYPO_TEST_WORKERS=$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')

@@ -1,10 +1,13 @@
-"""A real Airflow scheduler (issue 14): `scripts/airflow.sh` starts `airflow standalone`
-(scheduler, dag-processor, api-server, triggerer; LocalExecutor on SQLite) on a temporary
-AIRFLOW_HOME; catchup runs ticks 0..3, `scripts/airflow.sh backfill 1 2` re-runs two of
-them, and the lake's answers equal `hypo run` with the state's current partition S_3.
-Every process it started is stopped.  The tick task runs the local executor of the lake
-(HYPO_LAKE_EXECUTOR=local: no JVM per task), which tests/test_lake_spark.py checks
-against Spark."""
+"""A real Airflow scheduler (issues 14, 43): `scripts/airflow.sh` starts `airflow standalone`
+(scheduler, dag-processor, api-server, triggerer; LocalExecutor) on a temporary AIRFLOW_HOME
+with its metadata database on PostgreSQL, as in production (docker/compose.yaml): Debian's
+server started by the test on the loopback address (tests/pghelp.py); SQLite stays the
+embedded default of the demo and `dag.test`.  Catchup runs ticks 0..3, `scripts/airflow.sh
+backfill 1 2` re-runs two of them, and the lake's answers equal `hypo run` with the state's
+current partition S_3.  Waits follow the scheduler's progress (runs moving, the scheduler
+alive), and a failure says what it was doing.  Every process it started is stopped.  The
+tick task runs the local executor of the lake (HYPO_LAKE_EXECUTOR=local: no JVM per task),
+which tests/test_lake_spark.py checks against Spark."""
 from __future__ import annotations
 
 import datetime as dt
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.lakehelp import reference
+from tests.pghelp import postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = str(ROOT / "examples" / "wind_turbines.tdl")
@@ -36,8 +40,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def scheduler(tmp_path):
-    """(env, lake): a running standalone Airflow whose DAG has ticks 0..3 to catch up."""
+def pg_url():
+    with postgres() as url:
+        yield url
+
+
+@pytest.fixture
+def scheduler(tmp_path, pg_url):
+    """(env, lake, log, proc): a running standalone Airflow on PostgreSQL whose DAG has ticks
+    0..3 to catch up."""
     # one tick a day, epoch 4 days back: ticks 0..3 are due, and tick 4 only becomes due if
     # the test crosses midnight (with hourly ticks a run crossing the hour got a tick-4 run
     # whose poking sensor outlived the scheduler's SIGTERM)
@@ -51,6 +62,7 @@ def scheduler(tmp_path):
            "HYPO_LAKE_EXECUTOR": "local"}
     for k in [k for k in env if k.startswith("AIRFLOW__")]:
         del env[k]  # the developer's or the suite's settings: the script's defaults apply
+    env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = pg_url
     subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "scripts/land_stream.py", STREAM,
                     "--lake", str(lake), "--until", "3"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
@@ -58,7 +70,7 @@ def scheduler(tmp_path):
     proc = subprocess.Popen(["bash", SCRIPT], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        yield env, str(lake), tmp_path / "standalone.log"
+        yield env, str(lake), tmp_path / "standalone.log", proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -105,28 +117,51 @@ def _runs(env) -> list[dict]:
     return []
 
 
-def _wait(env, log: Path, done, what: str, timeout: float = 900,
+def _wait(env, log: Path, proc, done, what: str, stall: float = 420, cap: float = 2400,
           watched=lambda r: True) -> list[dict]:
-    """Poll the runs until done(runs); a failed run among the watched ones fails the test
-    (a run the scheduler makes for a tick past the stream — the test crossed midnight, UTC,
-    and the daily schedule made tick 4 due — fails on its missing slice, as it should)."""
-    end = time.monotonic() + timeout
+    """Poll the runs until done(runs), as long as the scheduler makes progress: the test
+    fails when no run changed state and the log did not grow for `stall` seconds (CI's
+    shared machines: a loaded scheduler is slow, not stuck), when the scheduler is gone, or
+    after `cap` seconds in all.  A failed run among the watched ones fails the test (a run
+    the scheduler makes for a tick past the stream — the test crossed midnight, UTC, and the
+    daily schedule made tick 4 due — fails on its missing slice, as it should).  The failure
+    says what the scheduler was doing: the runs and their states, whether it was alive, how
+    long since the last progress, the log's tail."""
+    start = last = time.monotonic()
+    seen, size = None, -1
     runs: list = []
-    while time.monotonic() < end:
+    why = f"no progress for {stall:.0f} s"
+    while True:
         runs = _runs(env)
         if any(r["state"] == "failed" and watched(r) for r in runs):
+            why = "a run failed"
             break
         if done(runs):
             return runs
+        now = time.monotonic()
+        sig = sorted((r["run_id"], r["state"]) for r in runs)
+        grown = log.stat().st_size if log.exists() else 0
+        if sig != seen or grown != size:
+            seen, size, last = sig, grown, now
+        if proc.poll() is not None:
+            why = f"the scheduler exited (code {proc.returncode})"
+            break
+        if now - last > stall:
+            break
+        if now - start > cap:
+            why = f"still not done after {cap:.0f} s although it made progress"
+            break
         time.sleep(5)
     tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-    pytest.fail(f"{what}: runs {[(r['run_id'], r['state']) for r in runs]}\n{tail}")
+    pytest.fail(f"{what}: {why} (last progress {time.monotonic() - last:.0f} s ago, "
+                f"{time.monotonic() - start:.0f} s in all); runs "
+                f"{[(r['run_id'], r['state']) for r in runs]}\n{tail}")
 
 
 def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
     from jobs import lake as api
 
-    env, lake, log = scheduler
+    env, lake, log, proc = scheduler
     epoch = dt.datetime.strptime(env["HYPO_EPOCH"], "%Y-%m-%dT%H:%M:%SZ").replace(
         tzinfo=dt.timezone.utc)
 
@@ -140,7 +175,7 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
     def in_stream(r) -> bool:
         return tick(r) <= 3
 
-    _wait(env, log, caught_up, "catchup of ticks 0..3", watched=in_stream)
+    _wait(env, log, proc, caught_up, "catchup of ticks 0..3", watched=in_stream)
     before = {t: api.read_answers(lake, t, "all") for t in range(4)}
     started = dt.datetime.now(dt.timezone.utc)
     r = subprocess.run(["bash", SCRIPT, "backfill", "1", "2"], cwd=ROOT, env=env,
@@ -153,7 +188,7 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
                  and dt.datetime.fromisoformat(x["start_date"]) > started}
         return {1, 2} <= again
 
-    _wait(env, log, backfilled, "backfill of ticks 1..2", watched=in_stream)
+    _wait(env, log, proc, backfilled, "backfill of ticks 1..2", watched=in_stream)
     ref: dict[int, list] = {}
     for t, lines in reference(PROGRAM, STREAM, 3, all_=True).items():
         ref[t] = [json.loads(x) for x in lines if json.loads(x).get("status") != "none"]
