@@ -22,6 +22,7 @@ from jobs.table.store import DATA_TABLES, Lake, fact_files, now, rerun_from, str
 from schemas.lake import STATE_FORMAT
 
 # the API's queries and migration live in their layers; callers keep calling lake.X
+from jobs.table.current import changes  # noqa: F401  (the API: the change feed)
 from jobs.audit.queries import (STATUSES, history, lake_status, late_facts,  # noqa: F401
                                 late_rerun_from, late_ticks, read_answers)
 from jobs.maintenance.migrate import migrate  # noqa: F401
