@@ -93,7 +93,9 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
                          metadata={"phase": "vacuum", KEPT[kind]: str(cuts[kind]),
                                    "run": run},
                          what=f"vacuum of the {kind} before tick {cuts[kind]}")
-    for kind in DATA_TABLES:
+    # (`current`, the change feed's table, once a tick has made it: issue 43)
+    extra = ("current",) if os.path.isdir(os.path.join(L.path("current"), "_delta_log")) else ()
+    for kind in DATA_TABLES + extra:
         dt = L.table(kind)
         try:
             gone = dt.vacuum(retention_hours=retain_hours, dry_run=True,
