@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from lakehelp import copy_lake, hypo, reference, write_program
+from lakehelp import copy_lake, hypo, lake_changes, reference, write_program
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +83,11 @@ def test_lake_run_skips_quiet_stretches_and_answers_like_hypo_run(quiet_lake):
         if want is None or "through" in want[0]:
             want = _none(t)  # inside (or at the start of) one of hypo run's stretches
         assert got == want, t
+    # the change feed across both stretches (one of 10⁵ ticks) is `hypo run --changes`
+    rc, feed, err = hypo("run", prog, "--stream", stream, "--format", "jsonl", "--max-gap",
+                         str(FAR), "--changes", "--until", str(st["last_tick"]))
+    assert rc == 0, err
+    assert lake_changes(lake, 0, st["last_tick"]) == feed.splitlines()
     # pending answers included: at and after a stretch, S_τ rebuilt by the replay is the
     # state a tick-by-tick run has (hypo run --all --no-skip as the reference)
     full = reference(prog, stream, 80, all_=True)

@@ -121,23 +121,31 @@ def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> d
         return {"current_merged": 0}
     done = L.done() if done is None else done
     run = uuid.uuid4().hex[:12]
-    prev = tick_lines(L, done, last, versions) if last >= 0 else None
+    # only ticks where something can change: those computed (in `done`, or just now), and
+    # the tick after each (its answers may vanish into a quiet stretch); ticks inside a
+    # stretch show nothing, and nothing changes from nothing (a gap of 10⁵ ticks is a few)
+    shown = {t for t in done if last < t <= tau} | set(versions or ()) | {tau}
+    todo = sorted({t for t in shown | {t + 1 for t in shown} | {last + 1}
+                   if last < t <= tau})
+    prev_t, prev = last, (tick_lines(L, done, last, versions) if last >= 0 else None)
     merged = 0
-    for t in range(last + 1, tau + 1):
+    for t in todo:
+        if prev_t != t - 1:
+            prev = tick_lines(L, done, t - 1, versions)
         cur = tick_lines(L, done, t, versions)
-        if prev is None and not cur.height and t < tau:
+        prev_t = t
+        if (prev is None or not prev.height) and not cur.height and t < tau:
+            prev = cur
             continue
         rows = changed_rows(t, prev, cur)
-        if rows or t == tau or (prev is not None and prev.height):
-            have = set(dt.to_pyarrow_table(columns=["answer_key"])
-                       .column("answer_key").to_pylist())
-            gone = have - set(cur.akey) - {r["answer_key"] for r in rows}
-            if rows or gone:
-                _merge(dt, rows, sorted(gone), t, run)
-                merged += 1
-            elif t == tau:
-                _mark(dt, t, run)
+        have = set(dt.to_pyarrow_table(columns=["answer_key"]).column("answer_key").to_pylist())
+        gone = have - set(cur.akey) - {r["answer_key"] for r in rows}
+        if rows or gone:
+            _merge(dt, rows, sorted(gone), t, run)
+            merged += 1
             dt = DeltaTable(L.path(KIND))
+        elif t == tau:
+            _mark(dt, t, run)
         prev = cur
     return {"current_merged": merged}
 
