@@ -267,3 +267,25 @@ def test_nulls_in_a_required_column_name_the_table_version_and_file(base, tmp_pa
     assert data_file_problem(files[0], deep=True, required=("json",)).endswith(
         "without a json (a required column)")
     assert data_file_problem(files[0], deep=False, required=("json",)) is None
+
+
+def test_a_missing_last_answers_commit_is_refused_not_papered_over(base, tmp_path):
+    """Issue 44.5: the answers table's last commit file (tick 8's) deleted.  Reading tick 8
+    and running tick 9 (or a backfill of tick 3) are refused with the verify hint — a tick
+    committed now would take version 9 and tick 8's answers would be gone for good; the
+    repair verify advises (re-run tick 8) is allowed and gives back the same answers."""
+    lake = _copy(base, tmp_path)
+    before = api_lines(lake, 8, "all")
+    last = _last_log(lake, "answers")
+    os.remove(last)
+    for argv in (["answers", "--tick", "8"], ["tick", "9"], ["tick", "3"]):
+        rc, out, err = hypo("lake", "--lake", lake, *argv)
+        assert rc == 2 and "hypo lake verify" in err and "Traceback" not in err, (argv, err)
+    rc, out, err = hypo("lake", "--lake", lake, "tick", "9")
+    assert "records version" in err and "tick 8's" in err and "tick 9 was not run" in err, err
+    assert not os.path.exists(last)  # nothing was written
+    rc, out, err = hypo("lake", "--lake", lake, "verify")
+    assert "hypo lake run --from 8 --to 8" in out + err, out + err
+    assert hypo("lake", "--lake", lake, "run", "--from", "8", "--to", "8")[0] == 0
+    assert api_lines(lake, 8, "all") == before
+    assert hypo("lake", "--lake", lake, "tick", "9")[0] == 0

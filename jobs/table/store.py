@@ -339,6 +339,15 @@ class Done(Mapping):
     def __contains__(self, tick) -> bool:
         return tick in self._idx
 
+    def beyond(self, column: str, version: int) -> list[tuple[int, int]]:
+        """(tick, version) of the done rows whose `column` (state_version, answers_version)
+        is above `version`."""
+        if not self._t.num_rows:
+            return []
+        col = self._t[column]
+        hit = pc.fill_null(pc.greater(col, version), False)
+        return list(zip(self._t["tick"].filter(hit).to_pylist(), col.filter(hit).to_pylist()))
+
     def __iter__(self):
         return iter(self._ticks)
 

@@ -42,8 +42,8 @@ from schemas.lake import arrow_schema
 from jobs.table import current, damage, delta
 from jobs.table.adapters import LocalIO, SparkIO
 from jobs.ingest.dq import empty_summary
-from jobs.errors import (ConcurrentTickError, InjectedFault, LakeError, TickOrderError,
-                     library_error)
+from jobs.errors import (ConcurrentTickError, InjectedFault, LakeDamaged, LakeError,
+                         TickOrderError, library_error)
 from jobs.table.store import Lake, rerun_advice, rerunnable, stretch_of
 from jobs.tick import resources
 
@@ -135,6 +135,24 @@ def state_layout_ok(lake: Lake, dt=None) -> None:
         raise LakeError(f"the state table of {lake.root} has the layout of an earlier version "
                         f"(hypo-state/1); run `hypo lake migrate --lake {lake.root}` once, then "
                         f"the tick again")
+
+
+def tables_reach_the_log(lake: Lake, tables: dict, done, tau: int) -> None:
+    """Refuse to write when a table ends before a version the ticks log records as another
+    tick's (issue 44.5: its last commit file is gone): committing now would reuse that
+    version number for this tick and lose the recorded tick's rows for good.  Re-running
+    the tick whose commit is missing is the repair `hypo lake verify` advises: allowed."""
+    if not hasattr(done, "beyond"):
+        return
+    for kind in ("state", "answers"):
+        cur = tables[kind].version()
+        lost = [(t, v) for t, v in done.beyond(f"{kind}_version", cur) if t != tau]
+        if lost:
+            t, v = max(lost, key=lambda tv: tv[1])
+            raise LakeDamaged(
+                f"{kind}: the ticks log records version {v} as tick {t}'s, but the table ends "
+                f"at version {cur} (a commit file is missing); tick {tau} was not run; "
+                f"{damage.VERIFY_HINT}")
 
 
 def _prev_state(ctx: TickContext, done: dict, log) -> tuple[int, list[str]]:
@@ -576,6 +594,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     state_layout_ok(lake, ctx.tables["state"])
     log = lake.ticks_log() if log is None else log
     done = lake.done(log)
+    tables_reach_the_log(lake, ctx.tables, done, tau)
     prev_v, prev_files = _prev_state(ctx, done, log)
     facts_files, bad_files = _facts_files(ctx)
     prev_rows, fact_rows = _rows_of(prev_files), _rows_of(facts_files)
@@ -654,6 +673,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     versions = {k: t.version() for k, t in tables.items()}
     state_layout_ok(lake, tables["state"])
     preflight(lake, first, needs_state=False)  # replayed from ∅
+    tables_reach_the_log(lake, tables, lake.done(), last)
     lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
     eng = Engine(cp)
     eng.tau = start - 1
