@@ -98,10 +98,12 @@ def _table(L: Lake) -> Optional[DeltaTable]:
 
 
 def last_tick(dt: DeltaTable) -> int:
-    """The newest tick the table was brought up to (its newest commit's `tick`), -1: none."""
-    for h in dt.history(1):
-        if "tick" in h:
-            return int(h["tick"])
+    """The newest tick the table was brought up to (the `tick` of its newest commit that has
+    one: a VACUUM commits too), -1: none."""
+    for limit in (4, None):
+        for h in dt.history(limit):
+            if "tick" in h:
+                return int(h["tick"])
     return -1
 
 
