@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # A Spark standalone cluster on this machine, from the installed pyspark (issue 42):
 #
-#   scripts/spark-cluster.sh start [--workers N] [--cores C] [--memory M]
+#   scripts/spark-cluster.sh start [--workers N] [--cores C] [--memory M] [--connect]
 #                                    a master and N workers on 127.0.0.1 (default 2 workers,
 #                                    1 core and 2g each); waits until the master sees N ALIVE
-#                                    workers, then prints the master URL (spark://127.0.0.1:P)
+#                                    workers, then prints the master URL (spark://127.0.0.1:P);
+#                                    --connect: also a Spark Connect server on the cluster (one
+#                                    long-lived driver for every client), its URL printed last
+#                                    (sc://127.0.0.1:C)
 #   scripts/spark-cluster.sh status  master URL, workers alive, pids (exit 1: nothing runs)
 #   scripts/spark-cluster.sh stop    stops every process start started (by pid; waits; the
 #                                    executors the workers launched too); idempotent
 #
-# Then: hypo lake run … --executor spark --master spark://127.0.0.1:7077, or
-# HYPO_SPARK_MASTER=spark://127.0.0.1:7077 for the DAG (docs/spark.md).
+# Then: hypo lake run … --executor spark --master spark://127.0.0.1:7077 (or sc://127.0.0.1:15002
+# through the Connect server), or HYPO_SPARK_MASTER=… for the DAG (docs/spark.md).
 #
 # Environment:
 #   HYPO_SPARK_CLUSTER_DIR         the cluster's folder: <repo>/.spark-cluster (git-ignored);
@@ -21,6 +24,7 @@
 #   HYPO_SPARK_WORKER_WEBUI_PORT   8091   worker i's web UI is this + i - 1 (0: any free port)
 #                                  (the defaults keep clear of Airflow's 8080 and Spark's
 #                                  own 8080/8081)
+#   HYPO_SPARK_CONNECT_PORT        15002  the Spark Connect server's gRPC port (--connect)
 #   HYPO_SPARK_START_TIMEOUT       120    seconds start waits for the workers (three JVMs
 #                                  starting at once took 81 s on a loaded 2-core machine)
 #   PYSPARK_PYTHON                 the Python of the executors (default: <repo>/.venv/bin/python,
@@ -33,9 +37,10 @@ PORT="${HYPO_SPARK_MASTER_PORT:-7077}"
 WEBUI="${HYPO_SPARK_MASTER_WEBUI_PORT:-8090}"
 WWEBUI="${HYPO_SPARK_WORKER_WEBUI_PORT:-8091}"
 TIMEOUT="${HYPO_SPARK_START_TIMEOUT:-120}"
-WORKERS=2 CORES=1 MEMORY=2g
+CPORT="${HYPO_SPARK_CONNECT_PORT:-15002}"
+WORKERS=2 CORES=1 MEMORY=2g CONNECT=0
 
-usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "spark-cluster: $*" >&2; exit 1; }
 
 cmd="${1:-}"
@@ -46,6 +51,7 @@ while [ $# -gt 0 ]; do
     --workers) WORKERS="${2:?}"; shift 2 ;;
     --cores) CORES="${2:?}"; shift 2 ;;
     --memory) MEMORY="${2:?}"; shift 2 ;;
+    --connect) CONNECT=1; shift ;;
     -h|--help) usage ;;
     *) die "unknown option $1" ;;
   esac
@@ -101,6 +107,7 @@ load_env() {  # the ports a running cluster was started with
 
 processes() {  # "<name> <pid>" of every process of the cluster that still runs
   local d pid
+  if pid="$(alive_pid "$DIR/connect" SparkConnectServer)"; then echo "connect $pid"; fi
   if pid="$(alive_pid "$DIR/master" deploy.master.Master)"; then echo "master $pid"; fi
   for d in "$DIR"/worker-*; do
     [ -d "$d" ] || continue
@@ -120,6 +127,7 @@ status() {
   view="$(master_json "$WEBUI" || echo "? unreachable")"
   echo "master spark://127.0.0.1:$PORT (web UI http://127.0.0.1:$WEBUI, status ${view#* })"
   echo "workers alive: ${view%% *}"
+  if echo "$procs" | grep -q "^connect "; then echo "connect sc://127.0.0.1:${CPORT}"; fi
   echo "$procs" | while read -r name pid; do echo "  $name pid $pid (log $DIR/$name/log)"; done
 }
 
@@ -131,7 +139,8 @@ stop() {
     rm -f "$DIR/cluster.env"
     return 0
   fi
-  # workers first (they kill their executors), then the master
+  # the Connect server (a driver) and the workers first (they kill their executors), then
+  # the master
   pids="$(echo "$procs" | awk '$1 != "master" {print $2}') $(echo "$procs" | awk '$1 == "master" {print $2}')"
   # shellcheck disable=SC2086
   all="$(descendants $pids) $pids"
@@ -150,7 +159,7 @@ stop() {
     kill -KILL $p 2>/dev/null || true
     sleep 0.5
   fi
-  rm -f "$DIR/cluster.env" "$DIR"/master/pid "$DIR"/worker-*/pid
+  rm -f "$DIR/cluster.env" "$DIR"/master/pid "$DIR"/worker-*/pid "$DIR"/connect/pid
   echo "stopped:$(echo "$procs" | awk '{printf " %s (pid %s)", $1, $2}')"
 }
 
@@ -168,12 +177,13 @@ start() {
     || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
   [ -x "$spark_home/bin/spark-class" ] || die "no $spark_home/bin/spark-class"
   command -v java >/dev/null || [ -n "${JAVA_HOME:-}" ] || die "no java on PATH (Java 17 is needed)"
-  rm -rf "$DIR"/master "$DIR"/worker-*
+  rm -rf "$DIR"/master "$DIR"/worker-* "$DIR"/connect
   mkdir -p "$DIR/master"
   cat >"$DIR/cluster.env" <<EOF
 PORT=$PORT
 WEBUI=$WEBUI
 WORKERS=$WORKERS
+CPORT=$CPORT
 EOF
   export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
   export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
@@ -217,6 +227,51 @@ EOF
   echo "spark-cluster: master and $WORKERS worker(s) ($CORES core(s), $MEMORY each) up in" \
        "$((SECONDS - t0)) s; web UI http://127.0.0.1:$WEBUI; logs under $DIR" >&2
   echo "spark://127.0.0.1:$PORT"
+  [ "$CONNECT" = 1 ] && start_connect "$spark_home" "$py"
+  return 0
+}
+
+# A Spark Connect server on the cluster: a long-lived driver (the session settings of
+# jobs/tick/spark.py, the delta-spark jars, the project on the executors' PYTHONPATH) that
+# the DAG's tasks and `hypo lake --master sc://…` use instead of a JVM each (issue 43)
+start_connect() {
+  local spark_home="$1" py="$2" jars cjar pid t0=$SECONDS
+  cjar="$spark_home/jars/spark-connect_2.13-$("$py" -c 'import pyspark; print(pyspark.__version__)').jar"
+  [ -f "$cjar" ] || { stop >/dev/null; die "no $cjar (the Spark Connect server of pyspark)"; }
+  jars="$(ls "$("$py" -c 'import sys; print(sys.prefix)')"/hypo-jars/*.jar 2>/dev/null | paste -sd, -)"
+  [ -n "$jars" ] || { stop >/dev/null; die "no delta-spark jars: run bash scripts/setup.sh"; }
+  mkdir -p "$DIR/connect"
+  nohup "$spark_home/bin/spark-submit" --class org.apache.spark.sql.connect.service.SparkConnectServer \
+    --master "spark://127.0.0.1:$PORT" --name hypo-connect \
+    --conf "spark.connect.grpc.binding.address=127.0.0.1" \
+    --conf "spark.connect.grpc.binding.port=$CPORT" \
+    --conf "spark.jars=$jars" \
+    --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
+    --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
+    --conf spark.sql.adaptive.enabled=false --conf spark.sql.autoBroadcastJoinThreshold=-1 \
+    --conf spark.sql.session.timeZone=UTC --conf spark.ui.showConsoleProgress=false \
+    --conf "spark.sql.shuffle.partitions=${HYPO_SPARK_SHUFFLE_PARTITIONS:-4}" \
+    --conf "spark.executorEnv.PYTHONPATH=$ROOT" --conf spark.executorEnv.GX_ANALYTICS_ENABLED=false \
+    --conf "spark.pyspark.python=$py" --conf "spark.pyspark.driver.python=$py" \
+    "$cjar" >"$DIR/connect/log" 2>&1 </dev/null &
+  pid=$!
+  echo $pid >"$DIR/connect/pid"
+  while ! grep -q "Spark Connect server started" "$DIR/connect/log" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "spark-cluster: the Connect server exited; its log ($DIR/connect/log) ends:" >&2
+      tail -n 15 "$DIR/connect/log" >&2 || true
+      stop >/dev/null
+      exit 1
+    fi
+    if [ $((SECONDS - t0)) -ge "$TIMEOUT" ]; then
+      echo "spark-cluster: the Connect server did not start in ${TIMEOUT} s; see $DIR/connect/log" >&2
+      stop >/dev/null
+      exit 1
+    fi
+    sleep 1
+  done
+  echo "spark-cluster: Spark Connect server up in $((SECONDS - t0)) s (log $DIR/connect/log)" >&2
+  echo "sc://127.0.0.1:$CPORT"
 }
 
 case "$cmd" in

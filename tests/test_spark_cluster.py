@@ -103,6 +103,23 @@ def _alive(pid: int) -> bool:
     return state != "Z" and (b"java" in cmd or b"python" in cmd)
 
 
+def _stop(env: dict, folder: Path, pids: list[int]) -> tuple:
+    """`stop`, then (its result, the pids still alive 10 s later — killed: a test never
+    leaves a cluster running, even when stop failed)."""
+    pids = sorted(set(pids) | set(_cluster_pids(folder) if folder.exists() else []))
+    stopped = _script(env, "stop", timeout=120)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(q) for q in pids):
+        time.sleep(0.5)
+    left = [q for q in pids if _alive(q)]
+    for q in left:
+        try:
+            os.kill(q, signal.SIGKILL)
+        except OSError:
+            pass
+    return stopped, left
+
+
 def test_example13_on_a_standalone_cluster_equals_hypo_run(tmp_path):
     port, webui = _free_ports(2)
     folder = tmp_path / "cluster"
@@ -178,19 +195,80 @@ def test_example13_on_a_standalone_cluster_equals_hypo_run(tmp_path):
         for t in range(gen_until + 1):
             assert api_lines(gen_lake, t, "all", MAIN) == gen_ref[t], f"10⁴ facts, tick {t}"
     finally:
-        pids = sorted(set(pids) | set(_cluster_pids(folder) if folder.exists() else []))
-        stopped = _script(env, "stop", timeout=120)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(q) for q in pids):
-            time.sleep(0.5)
-        left = [q for q in pids if _alive(q)]
-        for q in left:  # never leave a cluster running, even when stop failed
-            try:
-                os.kill(q, signal.SIGKILL)
-            except OSError:
-                pass
+        stopped, left = _stop(env, folder, pids)
         print(f"stop: {stopped.stdout.strip()} (total {time.perf_counter() - t0:.0f} s)")
     assert stopped.returncode == 0, stopped.stderr
     assert not left, f"still running after stop: {left}"
     st = _script(env, "status")
     assert st.returncode == 1 and "no Spark cluster runs" in st.stdout
+
+
+CONNECT_DRIVER = r"""
+import sys, time
+from hypo_cli import main
+url, lake, prog, stream, until = sys.argv[1:]
+for argv in (["init", "--program", prog], ["ingest", stream, "--master", url],
+             ["run", "--from", "0", "--to", until, "--executor", "spark", "--master", url]):
+    t0 = time.perf_counter()
+    rc = main(["lake", "--lake", lake, *argv])
+    print(f"## {argv[0]}: exit {rc}, {time.perf_counter() - t0:.1f} s", flush=True)
+    if rc:
+        sys.exit(rc)
+from pyspark.sql import SparkSession
+from jobs.tick.spark import active
+assert type(active()).__module__.startswith("pyspark.sql.connect"), type(active())
+assert SparkSession.getActiveSession() is None or "connect" in type(
+    SparkSession.getActiveSession()).__module__  # no JVM in this process
+"""
+
+
+def test_ticks_through_spark_connect_on_the_cluster(tmp_path):
+    """Issue 43: `scripts/spark-cluster.sh start --connect` adds a Spark Connect server (one
+    long-lived driver on the cluster); `hypo lake ingest / run --master sc://…` runs the
+    ticks through it — no JVM in the client's process — and the answers and the change feed
+    equal `hypo run`'s; a URL where no server listens is one line at once; stop leaves no
+    process behind."""
+    port, webui, cport = _free_ports(3)
+    folder = tmp_path / "cluster"
+    env = {**os.environ, "HYPO_SPARK_CLUSTER_DIR": str(folder),
+           "HYPO_SPARK_MASTER_PORT": str(port), "HYPO_SPARK_MASTER_WEBUI_PORT": str(webui),
+           "HYPO_SPARK_WORKER_WEBUI_PORT": "0", "HYPO_SPARK_CONNECT_PORT": str(cport),
+           "PYSPARK_PYTHON": sys.executable, "HYPO_SPARK_SHUFFLE_PARTITIONS": "1"}
+    env.pop("HYPO_SPARK_MASTER", None)
+    started = _script(env, "start", "--workers", "1", "--connect")
+    pids = _cluster_pids(folder) if folder.exists() else []
+    until = 3
+    try:
+        assert started.returncode == 0, started.stderr
+        url = started.stdout.strip().splitlines()[-1]
+        assert url == f"sc://127.0.0.1:{cport}", started.stdout
+        st = _script(env, "status")
+        assert f"connect sc://127.0.0.1:{cport}" in st.stdout, st.stdout
+        lake = str(tmp_path / "lake")
+        driver = tmp_path / "driver.py"
+        driver.write_text(CONNECT_DRIVER)
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, str(driver), url, lake, TURBINES, STREAM,
+                            str(until)], env={**env, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
+                           text=True, capture_output=True, timeout=2400)
+        print(p.stdout, end="")
+        print(f"driver through Spark Connect: {time.perf_counter() - t0:.0f} s")
+        assert p.returncode == 0 and "## run: exit 0" in p.stdout, p.stderr[-3000:]
+        assert not [x for x in p.stderr.splitlines() if "ERROR" in x], p.stderr[-3000:]
+        ref = reference(TURBINES, STREAM, until, all_=True)
+        for t in range(until + 1):
+            assert api_lines(lake, t, "all", MAIN) == ref[t], f"tick {t}"
+        from lakehelp import lake_changes, run_changes
+
+        assert lake_changes(lake, 0, until) == run_changes(TURBINES, STREAM, until)
+        bad = subprocess.run([sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "run",
+                              "--from", str(until + 1), "--to", str(until + 1), "--executor",
+                              "spark", "--master", f"sc://127.0.0.1:{_free_ports(1)[0]}"],
+                             env={**env, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT), text=True,
+                             capture_output=True, timeout=120)
+        assert bad.returncode == 2 and "no Spark Connect server answers at sc://" in bad.stderr
+        assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    finally:
+        stopped, left = _stop(env, folder, pids)
+    assert stopped.returncode == 0 and "connect (pid" in stopped.stdout, stopped.stdout
+    assert not left, f"still running after stop: {left}"

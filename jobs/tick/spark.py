@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -97,6 +98,9 @@ def _log4j_file() -> str:
 
 
 def active():
+    """The process's session: the Spark Connect client if one is open, else the JVM's."""
+    if _remote:
+        return next(iter(_remote.values()))
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
@@ -122,6 +126,8 @@ def planned_master(master: Optional[str] = None) -> str:
     default."""
     if master:
         return master
+    if _remote:
+        return next(iter(_remote))
     if "pyspark.sql" in sys.modules:  # a session can only be running if pyspark is loaded
         cur = sys.modules["pyspark.sql"].SparkSession.getActiveSession()
         if cur is not None:
@@ -129,11 +135,60 @@ def planned_master(master: Optional[str] = None) -> str:
     return os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
 
 
+def is_connect(master: Optional[str]) -> bool:
+    """A Spark Connect URL (sc://host:port): the session is a client of a long-lived server
+    (scripts/spark-cluster.sh start --connect) instead of a JVM of this process."""
+    return bool(master) and master.startswith("sc://")
+
+
+# the Spark Connect session of this process, by URL (at most one)
+_remote: dict = {}
+
+
+def remote_session(url: str):
+    """A client session of the Spark Connect server at url, checked with one round trip: an
+    unreachable server is one line naming the URL and how to start one."""
+    from jobs.errors import LakeError
+    from pyspark.sql import SparkSession
+
+    cur = _remote.get(url)
+    if cur is not None:
+        return cur
+    for other in list(_remote.values()):
+        with contextlib.suppress(Exception):
+            other.stop()
+    _remote.clear()
+    hint = ("start one with `scripts/spark-cluster.sh start --connect`, or name another with "
+            "--master / HYPO_SPARK_MASTER")
+    host, _, port = url[len("sc://"):].split("/", 1)[0].split(";", 1)[0].rpartition(":")
+    try:  # a closed port fails now (the client would retry it for minutes)
+        socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=10).close()
+    except (OSError, ValueError) as e:
+        raise LakeError(f"no Spark Connect server answers at {url} ({e}); {hint}") from None
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    except Exception as e:  # noqa: BLE001 - grpc's errors: one line
+        raise LakeError(f"no Spark Connect server answers at {url} ({connect_reason(e)}); "
+                        f"{hint}") from None
+    ship_code(spark)
+    _remote[url] = spark
+    return spark
+
+
+def connect_reason(e: BaseException) -> str:
+    """The first line of a Spark Connect client error, without gRPC's debug dump."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text[:300]
+
+
 def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = None):
     """The process's Spark session: reused if one is running (its master wins unless a
     different one is asked for explicitly, which restarts it)."""
     from pyspark.sql import SparkSession
 
+    if is_connect(master) or (master is None and _remote):
+        return remote_session(master or next(iter(_remote)))
     cur = SparkSession.getActiveSession()
     if cur is not None:
         if master is None or cur.sparkContext.master == master:
@@ -147,6 +202,8 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
     if root not in pp.split(os.pathsep):
         os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
     master = master or os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
+    if is_connect(master):
+        return remote_session(master)
     parts = shuffle_partitions or int(os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
     log4j = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
     b = (SparkSession.builder.master(master).appName("hypo-lake")
@@ -202,7 +259,7 @@ def ship_code(spark) -> None:
     """For a cluster: send reasoning/, jobs/ and schemas/ to the executors as a zip."""
     root = Path(__file__).resolve().parents[2]
     key = str(root)
-    if key in _shipped:
+    if key in _shipped or (key, id(spark)) in _shipped:
         return
     out = Path(tempfile.mkdtemp(prefix="hypo-code-")) / "hypo_code.zip"
     with zipfile.ZipFile(out, "w") as z:
@@ -210,5 +267,9 @@ def ship_code(spark) -> None:
             for f in (root / pkg).rglob("*"):
                 if f.is_file() and "__pycache__" not in f.parts:
                     z.write(f, f.relative_to(root))
+    if type(spark).__module__.startswith("pyspark.sql.connect"):  # the server ships it on
+        spark.addArtifacts(str(out), pyfile=True)
+        _shipped.add((key, id(spark)))
+        return
     spark.sparkContext.addPyFile(str(out))
     _shipped.add(key)

@@ -8,8 +8,12 @@ class JobCount:
     """Started before a tick's first Spark operation; counts() after its last one."""
 
     def __init__(self, spark):
-        self.tracker = spark.sparkContext.statusTracker()
-        self.first = self._last_id() + 1
+        # a Spark Connect client has no status tracker (the jobs run in the server's
+        # application): counts() is then empty and the tick's summary says nothing of jobs
+        self.tracker = None
+        if not type(spark).__module__.startswith("pyspark.sql.connect"):
+            self.tracker = spark.sparkContext.statusTracker()
+            self.first = self._last_id() + 1
 
     def _ids(self) -> list[int]:
         t = self.tracker
@@ -22,6 +26,8 @@ class JobCount:
         """{"spark_jobs", "spark_stages", "spark_tasks"} of the jobs since construction
         (stages and tasks of the jobs the tracker still retains: spark.ui.retainedJobs)."""
         t = self.tracker
+        if t is None:
+            return {}
         last = self._last_id()
         ids = sorted(i for i in set(self._ids()) if i >= self.first)
         stages: set[int] = set()
