@@ -6,8 +6,9 @@ embedded default of the demo and `dag.test`.  Catchup runs ticks 0..3, `scripts/
 backfill 1 2` re-runs two of them, and the lake's answers equal `hypo run` with the state's
 current partition S_3.  Waits follow the scheduler's progress (runs moving, the scheduler
 alive), and a failure says what it was doing.  Every process it started is stopped.  The
-tick task runs the local executor of the lake (HYPO_LAKE_EXECUTOR=local: no JVM per task),
-which tests/test_lake_spark.py checks against Spark."""
+tick tasks run on Spark through a Spark Connect server (`scripts/spark-cluster.sh start
+--workers 1 --connect`; HYPO_SPARK_MASTER=sc://…, HYPO_LAKE_EXECUTOR=spark): one long-lived
+driver, no JVM in a task's process."""
 from __future__ import annotations
 
 import datetime as dt
@@ -46,9 +47,41 @@ def pg_url():
 
 
 @pytest.fixture
-def scheduler(tmp_path, pg_url):
+def connect_url(tmp_path):
+    """A 1-worker standalone cluster with a Spark Connect server (scripts/spark-cluster.sh
+    start --connect) on free loopback ports: the one long-lived Spark the tick tasks use."""
+    import socket
+    import sys
+
+    socks = [socket.socket() for _ in range(3)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    port, webui, cport = (s.getsockname()[1] for s in socks)
+    for s in socks:
+        s.close()
+    env = {**os.environ, "HYPO_SPARK_CLUSTER_DIR": str(tmp_path / "cluster"),
+           "HYPO_SPARK_MASTER_PORT": str(port), "HYPO_SPARK_MASTER_WEBUI_PORT": str(webui),
+           "HYPO_SPARK_WORKER_WEBUI_PORT": "0", "HYPO_SPARK_CONNECT_PORT": str(cport),
+           "PYSPARK_PYTHON": sys.executable, "HYPO_SPARK_SHUFFLE_PARTITIONS": "1"}
+    cluster = [str(ROOT / "scripts" / "spark-cluster.sh")]
+    r = subprocess.run(["bash", *cluster, "start", "--workers", "1", "--connect"], env=env,
+                       cwd=ROOT, text=True, capture_output=True, timeout=600)
+    try:
+        assert r.returncode == 0, r.stderr[-3000:]
+        yield r.stdout.strip().splitlines()[-1]
+    finally:
+        stop = subprocess.run(["bash", *cluster, "stop"], env=env, cwd=ROOT, text=True,
+                              capture_output=True, timeout=300)
+        assert stop.returncode == 0, stop.stderr
+        st = subprocess.run(["bash", *cluster, "status"], env=env, cwd=ROOT, text=True,
+                            capture_output=True, timeout=120)
+        assert st.returncode == 1, st.stdout  # nothing of the cluster is left
+
+
+@pytest.fixture
+def scheduler(tmp_path, pg_url, connect_url):
     """(env, lake, log, proc): a running standalone Airflow on PostgreSQL whose DAG has ticks
-    0..3 to catch up."""
+    0..3 to catch up, its tick tasks on Spark through the Connect server."""
     # one tick a day, epoch 4 days back: ticks 0..3 are due, and tick 4 only becomes due if
     # the test crosses midnight (with hourly ticks a run crossing the hour got a tick-4 run
     # whose poking sensor outlived the scheduler's SIGTERM)
@@ -59,7 +92,7 @@ def scheduler(tmp_path, pg_url):
            "HYPO_PROGRAM": PROGRAM, "HYPO_AIRFLOW_PORT": str(_free_port()),
            "HYPO_EPOCH": (now - dt.timedelta(days=4)).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "HYPO_TICK_UNIT": "1d", "HYPO_SLICE_POKE": "2s", "HYPO_RETRIES": "0",
-           "HYPO_LAKE_EXECUTOR": "local"}
+           "HYPO_LAKE_EXECUTOR": "spark", "HYPO_SPARK_MASTER": connect_url}
     for k in [k for k in env if k.startswith("AIRFLOW__")]:
         del env[k]  # the developer's or the suite's settings: the script's defaults apply
     env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = pg_url
@@ -204,6 +237,12 @@ def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
     from jobs.table import delta
 
     st = api.lake_status(lake)
+    # every tick ran on Spark, through the Connect server (no JVM in a task's process)
+    from jobs.table.store import Lake
+
+    done = Lake(lake).done()
+    ran = [json.loads(done[t]["counts"])["executor"] for t in range(4)]
+    assert ran == ["spark"] * 4, ran
     last = st["last_tick"]
     assert last >= 3
     state = delta.read_arrow(os.path.join(lake, "state"), "state")
