@@ -502,6 +502,12 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None,
 
         if not library_error(e):
             raise
+        from jobs.tick.spark import connect_lost
+
+        lost = connect_lost(e)
+        if lost:
+            print(f"hypo lake: error: {lost}", file=err)
+            return 2
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         print(f"hypo lake: error: {type(e).__name__}: {first}; run `hypo lake verify` to check "
               f"the lake", file=err)

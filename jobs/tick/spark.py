@@ -8,6 +8,7 @@ import socket
 import sys
 import tempfile
 import threading
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -165,6 +166,8 @@ def remote_session(url: str):
         socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=10).close()
     except (OSError, ValueError) as e:
         raise LakeError(f"no Spark Connect server answers at {url} ({e}); {hint}") from None
+    # the client's retries end in a UserWarning before the error itself: the error is enough
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     try:
         spark = SparkSession.builder.remote(url).getOrCreate()
         spark.conf.set("spark.sql.session.timeZone", "UTC")
@@ -174,6 +177,22 @@ def remote_session(url: str):
     ship_code(spark)
     _remote[url] = spark
     return spark
+
+
+def connect_lost(e: BaseException) -> str:
+    """If e is the Spark Connect client giving up on its server (gone during a command: the
+    client retried, then raised), the one line to print; else ""."""
+    mod, name = type(e).__module__ or "", type(e).__name__
+    if not _remote or not (name.startswith("SparkConnect") or "grpc" in mod
+                           or mod.startswith("pyspark.errors.exceptions.connect")):
+        return ""
+    url = next(iter(_remote))
+    text = str(e)
+    why = "unavailable" if "UNAVAILABLE" in text or "Connection refused" in text or \
+        "failed to connect" in text.lower() else connect_reason(e)
+    return (f"lost the Spark Connect server at {url} during the command ({why}); nothing of "
+            f"the unfinished tick was committed — start the server again "
+            f"(`scripts/spark-cluster.sh start --connect`) and run the tick again")
 
 
 def connect_reason(e: BaseException) -> str:
