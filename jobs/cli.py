@@ -463,8 +463,8 @@ def _status(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
 
 COMMANDS = {
     "init": _init, "ingest": _ingest, "tick": _tick, "run": _run,
-    "answers": _answers, "changes": _changes, "history": _history, "report": _report, "verify": _verify,
-    "vacuum": _vacuum, "migrate": _migrate, "status": _status,
+    "answers": _answers, "changes": _changes, "history": _history, "report": _report,
+    "verify": _verify, "vacuum": _vacuum, "migrate": _migrate, "status": _status,
 }  # sub-command -> handler (its parser: build_parser)
 
 

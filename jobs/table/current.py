@@ -130,6 +130,7 @@ def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> d
     todo = sorted({t for t in shown | {t + 1 for t in shown} | {last + 1}
                    if last < t <= tau})
     prev_t, prev = last, (tick_lines(L, done, last, versions) if last >= 0 else None)
+    have = set(dt.to_pyarrow_table(columns=["answer_key"]).column("answer_key").to_pylist())
     merged = 0
     for t in todo:
         if prev_t != t - 1:
@@ -140,12 +141,13 @@ def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> d
             prev = cur
             continue
         rows = changed_rows(t, prev, cur)
-        have = set(dt.to_pyarrow_table(columns=["answer_key"]).column("answer_key").to_pylist())
-        gone = have - set(cur.akey) - {r["answer_key"] for r in rows}
+        keys = {r["answer_key"] for r in rows}
+        gone = have - set(cur.akey) - keys
         if rows or gone:
             _merge(dt, rows, sorted(gone), t, run)
             merged += 1
             dt = DeltaTable(L.path(KIND))
+            have = (have - gone) | keys  # the table's keys now, without reading them back
         elif t == tau:
             _mark(dt, t, run)
         prev = cur

@@ -142,8 +142,6 @@ def tables_reach_the_log(lake: Lake, tables: dict, done, tau: int) -> None:
     tick's (issue 44.5: its last commit file is gone): committing now would reuse that
     version number for this tick and lose the recorded tick's rows for good.  Re-running
     the tick whose commit is missing is the repair `hypo lake verify` advises: allowed."""
-    if not hasattr(done, "beyond"):
-        return
     for kind in ("state", "answers"):
         cur = tables[kind].version()
         lost = [(t, v) for t, v in done.beyond(f"{kind}_version", cur) if t != tau]
@@ -672,8 +670,9 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     tables = {k: lake.table(k) for k in ("facts", "state", "answers")}
     versions = {k: t.version() for k, t in tables.items()}
     state_layout_ok(lake, tables["state"])
-    preflight(lake, first, needs_state=False)  # replayed from ∅
-    tables_reach_the_log(lake, tables, lake.done(), last)
+    done = lake.done()
+    preflight(lake, first, done, needs_state=False)  # replayed from ∅
+    tables_reach_the_log(lake, tables, done, last)
     lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
     eng = Engine(cp)
     eng.tau = start - 1
@@ -726,7 +725,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
                "answers_version": commits["answers"], "quarantine_version": -1,
                "state_digest": sdig, "answers_digest": adig, "counts": counts}
     lake.log(last, run, "done", **{k: v for k, v in summary.items() if k not in ("tick", "run")})
-    current.catch_up(lake, last)
+    current.catch_up(lake, last, done, {last: commits["answers"]})
     tm.lap("change feed (current)")
     summary["seconds"] = tm.phases
     summary["driver_peak_gb"] = tm.peaks

@@ -136,6 +136,11 @@ def planned_master(master: Optional[str] = None) -> str:
     return os.environ.get("HYPO_SPARK_MASTER") or DEFAULT_MASTER
 
 
+def is_connect_session(spark) -> bool:
+    """A Spark Connect client session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def is_connect(master: Optional[str]) -> bool:
     """A Spark Connect URL (sc://host:port): the session is a client of a long-lived server
     (scripts/spark-cluster.sh start --connect) instead of a JVM of this process."""
@@ -286,7 +291,7 @@ def ship_code(spark) -> None:
             for f in (root / pkg).rglob("*"):
                 if f.is_file() and "__pycache__" not in f.parts:
                     z.write(f, f.relative_to(root))
-    if type(spark).__module__.startswith("pyspark.sql.connect"):  # the server ships it on
+    if is_connect_session(spark):  # the server ships it on
         spark.addArtifacts(str(out), pyfile=True)
         _shipped.add((key, id(spark)))
         return

@@ -10,8 +10,10 @@ class JobCount:
     def __init__(self, spark):
         # a Spark Connect client has no status tracker (the jobs run in the server's
         # application): counts() is then empty and the tick's summary says nothing of jobs
+        from jobs.tick.spark import is_connect_session
+
         self.tracker = None
-        if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        if not is_connect_session(spark):
             self.tracker = spark.sparkContext.statusTracker()
             self.first = self._last_id() + 1
 
