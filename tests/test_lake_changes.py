@@ -6,6 +6,7 @@ quiet stretch, after a crash between a tick's `done` and its MERGE; a forgotten 
 delete in the feed."""
 from __future__ import annotations
 
+import os
 import shutil
 
 import pyarrow as pa
@@ -140,3 +141,11 @@ def test_the_feed_survives_a_vacuum(tmp_path):
     assert rc == 0, err
     api.run_range(lake, until + 1, until + 1, executor="local")
     assert lake_changes(lake, 0, until + 1) == run_changes(TURBINES, STREAM, until + 1)
+
+
+def test_a_damaged_feed_log_is_named_not_taken_for_a_missing_table(tmp_path):
+    lake, until = _lake(tmp_path, TURBINES, STREAM)
+    os.remove(os.path.join(lake, "current", "_delta_log", f"{3:020d}.json"))
+    rc, out, err = hypo("lake", "--lake", lake, "changes")
+    assert rc == 2 and "current version 3" in err and "00000000000000000003.json" in err, err
+    assert "no `current` table yet" not in err and "Traceback" not in err

@@ -94,7 +94,7 @@ def vacuum(lake: str, keep_state: Optional[int] = None, retain_hours: int = RETA
                                    "run": run},
                          what=f"vacuum of the {kind} before tick {cuts[kind]}")
     # (`current`, the change feed's table, once a tick has made it: issue 43)
-    extra = ("current",) if os.path.isdir(os.path.join(L.path("current"), "_delta_log")) else ()
+    extra = ("current",) if delta.is_table(L.path("current")) else ()
     for kind in DATA_TABLES + extra:
         dt = L.table(kind)
         try:

@@ -90,11 +90,12 @@ def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[di
 
 
 def _table(L: Lake) -> Optional[DeltaTable]:
+    """The table, None if not created yet (lakes from before issue 43 too); a damaged log is
+    LakeDamaged naming the table, version and file, not "not created yet"."""
     path = L.path(KIND)
-    try:
-        return DeltaTable(path)
-    except Exception:  # noqa: BLE001 - not created yet (lakes from before issue 43 too)
+    if not delta.is_table(path):
         return None
+    return delta.open_table(path)
 
 
 def last_tick(dt: DeltaTable) -> int:
