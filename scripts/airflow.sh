@@ -29,6 +29,12 @@ export AIRFLOW__API__BASE_URL="${AIRFLOW__API__BASE_URL:-http://localhost:${HYPO
 # SQLite, answers it after the worker's 5 s default, the retry finds the task running and
 # the task fails — wait longer before giving up
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-30}"
+# `airflow standalone` starts the scheduler and the api-server together: on a loaded machine
+# the scheduler queues the first tasks before the api-server listens, and a worker gives up
+# on "connection refused" after its 5 default attempts (~10 s; CI saw a catchup run fail so)
+# — keep trying for a minute or two
+export AIRFLOW__WORKERS__EXECUTION_API_RETRIES="${AIRFLOW__WORKERS__EXECUTION_API_RETRIES:-12}"
+export AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX="${AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX:-20}"
 export GX_ANALYTICS_ENABLED=false PYSPARK_PYTHON="$ROOT/.venv/bin/python"
 mkdir -p "$AIRFLOW_HOME"
 cd "$ROOT"

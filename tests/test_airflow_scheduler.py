@@ -188,7 +188,25 @@ def _wait(env, log: Path, proc, done, what: str, stall: float = 420, cap: float 
     tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
     pytest.fail(f"{what}: {why} (last progress {time.monotonic() - last:.0f} s ago, "
                 f"{time.monotonic() - start:.0f} s in all); runs "
-                f"{[(r['run_id'], r['state']) for r in runs]}\n{tail}")
+                f"{[(r['run_id'], r['state']) for r in runs]}\n{_why_tasks_failed(env, log)}"
+                f"\n--- the log's tail ---\n{tail}")
+
+
+def _why_tasks_failed(env, log: Path) -> str:
+    """What a failure needs to be understood (CI keeps no temporary files): the scheduler's
+    lines about failed or errored tasks and the end of every task's own log file."""
+    out = []
+    if log.exists():
+        keys = ("FAILED", "failed with", "Executor", "ERROR", "Traceback", "error]")
+        hits = [x for x in log.read_text(errors="replace").splitlines()
+                if any(k in x for k in keys)]
+        out.append("--- the log's lines on failures ---\n" + "\n".join(h[:600] for h in hits[-40:]))
+    logs = Path(env["AIRFLOW_HOME"]) / "logs"
+    for f in sorted(logs.rglob("*.log")) if logs.exists() else []:
+        if "dag_processor" in f.parts or "scheduler" in f.parts:
+            continue
+        out.append(f"--- {f.relative_to(logs)} ---\n{f.read_text(errors='replace')[-2500:]}")
+    return "\n".join(out)
 
 
 def test_catchup_then_backfill_under_a_real_scheduler(scheduler):
