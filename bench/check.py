@@ -8,6 +8,10 @@ Shapes (each with a small P_Q: what must stay near-linear in N):
   independent  Pi(X, T) :- Ri(X, T), not Si(X, T-1).  for i < N; query P0(X, T)
   explode      P(T) :- A0(T), …, Ak(T) with two rules per Ai (k = log2 N): 2^(k+1)
                derivations; reports the time to the template-budget error
+  diamond      P(X, T) :- Diamondminus[0,N-1] E(X, T).   N one-literal templates (a window
+               past 4 096 ticks: the time to the error)
+  since        P(X, T) :- not A(X, T) Since[0,N-1] B(X, T).   N(N+1)/2 literals (past
+               65 536: the time to the translation's error)
 
     .venv/bin/python bench/check.py                          # N = 10^2, 10^3, 10^4
     .venv/bin/python bench/check.py --sizes 100 1000 10000 --shapes chain wide --cli
@@ -30,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SHAPES = ("chain", "wide", "independent", "explode")
+SHAPES = ("chain", "wide", "independent", "explode", "diamond", "since")
 
 
 def chain(n: int) -> str:
@@ -69,6 +73,10 @@ def program(shape: str, n: int) -> str:
     """The program text of a shape at size n (explode: k = log2 n)."""
     if shape == "explode":
         return explode(max(1, round(math.log2(n))))
+    if shape == "diamond":
+        return f"#query P(X, T).\nP(X, T) :- Diamondminus[0,{n - 1}] E(X, T).\n"
+    if shape == "since":
+        return f"#query P(X, T).\nP(X, T) :- not A(X, T) Since[0,{n - 1}] B(X, T).\n"
     return {"chain": chain, "wide": wide, "independent": independent}[shape](n)
 
 

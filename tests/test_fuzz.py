@@ -167,3 +167,39 @@ def test_ingest_parquet_garbage_is_an_unreadable_file(tmp_path_factory, data):
     p.write_bytes(b"PAR1" + data)
     parsed, unreadable = read_files([str(p)], CP, 1)
     assert unreadable or _count(parsed) >= 0
+
+
+_OPS = ["Boxminus", "Diamondminus", "Boxplus", "Diamondplus", "not Boxminus",
+        "not Diamondminus", "Since", "not Since"]
+
+
+@st.composite
+def _windows(draw):
+    """Rules of wide windows (issue 44.4): up to three operators of up to 5 000 ticks in one
+    rule, and a second rule with a window over the first's head."""
+    def lit(name: str) -> str:
+        op = draw(st.sampled_from(_OPS))
+        lo = draw(st.integers(0, 3))
+        hi = lo + draw(st.sampled_from([0, 1, 7, 63, 300, 400, 1000, 4095, 5000]))
+        if op.endswith("Since"):
+            neg = "not " if op.startswith("not") else ""
+            return f"{neg}A{name}(X,T) Since[{lo},{hi}] B{name}(X,T)"
+        return f"{op}[{lo},{hi}] E{name}(X,T)"
+
+    body = ", ".join(lit(str(i)) for i in range(draw(st.integers(1, 3))))
+    text = f"#query P(X, T).\nQ(X,T) :- G(X,T), {body}.\n"
+    if draw(st.booleans()):
+        return text + f"P(X,T) :- {lit('9').replace('E9', 'Q')}, H(X,T).\n"
+    return text + "P(X,T) :- Q(X,T).\n"
+
+
+@pytest.mark.timeout(900)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_windows())
+def test_wide_windows_compile_or_are_refused_at_once(text):
+    """A program of wide windows compiles, or is refused with a located error by the
+    translation's or pre-processing's budgets — never minutes of silence (the timeout)."""
+    try:
+        compile_program(text, "fuzz.tdl")
+    except ProgramError as e:
+        assert e.format().startswith("fuzz.tdl:"), e.format()

@@ -68,3 +68,43 @@ def test_literals_sharing_a_variable_with_others_are_kept():
         assert len(t.literals) == len(text.split(":-")[1].split("), ")), (text, str(t))
     assert _main_templates("#query P(X, T).\nP(X, T) :- A(X, Y, T), A(X, Z, T), C(Z, T).\n") \
         == ["⟨∅, {A(X, Z, T), C(Z, T)}⟩"]
+
+
+def _minimal_by_pairs(ts):
+    """_minimal as 000 Example 6 states it, every pair tried (the reference for the candidate
+    index of preprocess._Candidates)."""
+    from reasoning.language.preprocess import _subsumes
+
+    uniq = list(dict.fromkeys(ts))
+
+    def dominated(j, i):
+        return i != j and _subsumes(uniq[j], uniq[i]) and (
+            j < i or not _subsumes(uniq[i], uniq[j]))
+
+    return tuple(t for i, t in enumerate(uniq)
+                 if not any(dominated(j, i) for j in range(len(uniq))))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(negation=True))
+def test_minimal_tries_every_template_that_may_subsume(prog):
+    """The candidates index (signature, head, fixed literals) drops no subsuming template:
+    the minimal templates of every query equal those of trying every pair (issue 44.4)."""
+    from reasoning.language import preprocess
+
+    text, _positive, _ = prog
+    seen = []
+    real = preprocess.Preprocessor._minimal
+
+    def spy(self, ts):
+        out = real(self, ts)
+        seen.append((list(ts), out))
+        return out
+
+    preprocess.Preprocessor._minimal = spy
+    try:
+        compile_program(text, "<gen>")
+    finally:
+        preprocess.Preprocessor._minimal = real
+    for ts, out in seen:
+        assert out == _minimal_by_pairs(ts), text

@@ -278,3 +278,82 @@ def test_the_text_view_quotes_constants_that_need_it(tmp_path):
         assert 'Shdn("wt1, 0", 2)  if Hot("wt1, 0", 1)' in out, out
         assert 'Shdn("X", 2)  if Hot("X", 1)' in out and "Shdn(wt2, 2)  if Hot(wt2, 1)" in out
         assert "Shdn(wt1, 0, 2)" not in out and "Shdn(X, 2)  if" not in out
+
+
+# ---------------------------------------------------------------- 44.4: wide windows
+
+
+def _error(text: str):
+    from reasoning.language.errors import ProgramError
+
+    with pytest.raises(ProgramError) as e:
+        compile_program(text, "w.tdl")
+    return e.value
+
+
+@pytest.mark.timeout(120)
+def test_a_wide_diamond_compiles_without_trying_every_pair():
+    """`Diamondminus[0,4095]` is 4096 templates of one literal each; minimality tried every
+    pair of them (16 million subsumption tests, ~10 minutes) — the candidates index tries
+    none (its pivot literal is its own).  Two diamonds of [0,63] in one rule likewise."""
+    cp = compile_program("#query P(X, T).\nP(X,T) :- Diamondminus[0,4095] E(X,T).\n", "w.tdl")
+    assert len(cp.main.templates) == 4096
+    cp = compile_program("#query P(X, T).\n"
+                         "P(X,T) :- Diamondminus[0,63] E(X,T), Diamondminus[0,63] F(X,T).\n",
+                         "w.tdl")
+    assert len(cp.main.templates) == 64 * 64
+
+
+def test_minimal_keeps_the_subsumption_it_had():
+    """The candidates index still finds a more general template with the same head (fixed
+    literals a subset), through a variable of its own (Y ↦ c), and with another head."""
+    cp = compile_program("""#query P(X, T).
+P(X,T) :- A(X,T).
+P(X,T) :- A(X,T), B(X,T).
+P(X,T) :- A(X,T-1), C(X,Y,S).
+P(X,T) :- A(X,T-1), C(X,c,S).
+P(c,T) :- A(c,T), D(T).
+""", "m.tdl")
+    assert sorted(str(t) for t in cp.main.templates) == [
+        "⟨∅, {A(X, T)}⟩", "⟨∅, {C(X, Y, S), A(X, T-1)}⟩"], [str(t) for t in cp.main.templates]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lit,col", [("A(X,T) Since[0,2000] B(X,T)", 11),
+                                     ("not A(X,T) Since[0,2000] B(X,T)", 15)])
+def test_a_since_too_wide_to_translate_is_refused_at_the_operator(lit, col):
+    """`Since[0,b]` is b+1 rules of up to b+1 literals: [0,2000] was 2 million literals and
+    `hypo check` ran out of time and memory (killed at 900 s, 3.3 GB) — now refused before
+    anything is generated, at the operator (negated: the auxiliary predicate's rules)."""
+    err = _error(f"#query P(X, T).\nP(X,T) :- {lit}.\n")
+    assert (err.span.line, err.span.column) == (2, col), err.format()
+    assert "Since[0,2000] translates into 2001 rules" in err.message
+    assert "2003001 in all" in err.message and "narrow the interval" in err.message
+
+
+@pytest.mark.timeout(60)
+def test_a_box_repeated_for_each_case_of_a_diamond_is_refused():
+    """In one rule: 301 rules each with the box's 301 literals, counted before any is made;
+    through two rules: P_Q's hypotheses budget names the box's rule."""
+    err = _error("#query P(X, T).\nP(X,T) :- Boxminus[0,300] E(X,T), Diamondminus[0,300] F(X,T).\n")
+    assert "translates into 301 rules with 90902 body literals" in err.message, err.message
+    assert (err.span.line, err.span.column) == (2, 11)
+    err = _error("#query P(X, T).\nQ(X,T) :- Boxminus[0,250] B(X,T).\n"
+                 "R(X,T) :- Diamondminus[0,4000] Q(X,T).\nP(X,T) :- R(X,T).\n")
+    assert "exceeds the budget of 65536 hypothesis literals" in err.message, err.message
+    assert "this rule's body has 251 literals" in err.message
+    assert err.span.line == 2
+
+
+def test_hypo_check_of_a_too_wide_since_is_one_error_line(tmp_path):
+    """The CLI: exit 2, file:line:column, no traceback."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "w.tdl"
+    p.write_text("#query P(X, T).\nP(X,T) :- not A(X,T) Since[0,2000] B(X,T).\n")
+    r = subprocess.run([sys.executable, "-m", "reasoning.cli.main", "check", str(p)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"{p}:2:15: error: Since[0,2000] translates into" in r.stderr
+    assert "Traceback" not in r.stderr

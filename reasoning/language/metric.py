@@ -31,6 +31,10 @@ OPERATORS = {"Boxminus": "Boxminus", "⊟": "Boxminus", "Diamondminus": "Diamond
 AUX_PREFIX = "__"  # predicates named __… are generated; the parser refuses them in programs
 MAX_RULES = 4096  # rules generated from one user rule (diamonds multiply)
 MAX_LITERALS = 4096  # body literals of one generated rule (boxes add up)
+# body literals of all the rules generated from one user rule: `Since[0,b]` is b+1 rules of
+# up to b+1 literals, (b+1)(b+2)/2 in all — [0,2000] was 2 million and pre-processing ran for
+# many minutes in silence (issue 44.4); checked before anything is generated
+MAX_TRANSLATED = 65536
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,13 @@ class Translator:
                                f"at most {MAX_LITERALS} are translated (one atom or rule "
                                f"each): narrow the interval", m.span, self.source)
         if m.op == "Since":
+            size = (m.hi + 1) * (m.hi + 2) // 2 - m.lo * (m.lo + 1) // 2
+            if size > MAX_TRANSLATED:
+                raise ProgramError(
+                    f"{m.op}[{m.lo},{m.hi}] translates into {m.hi - m.lo + 1} rules of up to "
+                    f"{m.hi + 1} literals, {size} in all; at most {MAX_TRANSLATED} are "
+                    f"translated (the window grows as its square): narrow the interval",
+                    m.span, self.source)
             if m.positive:
                 return _since_cases(m, *m.operands)
             return [[GenLiteral(Literal(self._aux(m), False), m.span)]]
@@ -279,6 +290,15 @@ class Translator:
                     f"Since and negated box is a disjunction, and several multiply): "
                     f"narrow the intervals or split the rule", where, self.source)
             alts.append(c)
+        # the literals of every combination, counted before any is made: each case of item
+        # i occurs in (the product of the other items' case counts) combinations
+        lits = sum(sum(len(c) for c in a) * (total // len(a)) for a in alts if a)
+        if lits > MAX_TRANSLATED:
+            where = next((it.span for it in items if isinstance(it, MetricLiteral)), span)
+            raise ProgramError(
+                f"this rule translates into {total} rules with {lits} body literals in all; at "
+                f"most {MAX_TRANSLATED} are translated: narrow the intervals or split the rule",
+                where, self.source)
         out = []
         for combo in itertools.product(*alts):
             body = list({g.literal: g for case in combo for g in case}.values())

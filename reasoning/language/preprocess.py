@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Mapping, Optional, Union
+from typing import Iterator, Mapping, Optional, Union
 
 from reasoning.language.analysis import SEARCH_CAP, blowup, search_size
 from reasoning.language.errors import ProgramError
@@ -24,6 +24,9 @@ Subst = dict[str, Term]
 # seconds); a derivation is at most (number of IDB predicates + MAX_DEPTH) levels deep, which
 # only a recursive program reaches (000 Example 7).
 MAX_TEMPLATES = 4096
+# the literals of all templates of one query (templates × their hypotheses): a box of 251
+# ticks under a diamond of 4001 was a million, a minute of silence (issue 44.4)
+MAX_TEMPLATE_LITERALS = 65536
 MAX_STEPS = 200_000
 STEPS_PER_LITERAL = 8
 MAX_DEPTH = 200
@@ -374,20 +377,25 @@ class Preprocessor:
         not of the goal."""
         leaves: list[tuple] = []
         stack: list[tuple] = [((Literal(query), 0, None, None), None, {}, None)]
-        steps = 0
+        steps = lits = 0
         while stack:
             todo, kept, s, resolved = stack.pop()
             steps += 1
             if steps > self.max_steps:
                 raise self._budget_error(query, span, "steps", self.max_steps)
             while todo is not None and not self._selectable(todo[0]):
-                kept, todo = (todo[0], kept), todo[3]
+                # kept cells carry their list's length: the literals budget is checked as
+                # a goal grows (one template of a box over a box can hold 10⁵ literals)
+                kept, todo = (todo[0], kept, (kept[2] if kept else 0) + 1), todo[3]
+            if kept is not None and lits + kept[2] > MAX_TEMPLATE_LITERALS:
+                raise self._literals_error(query, span, len(leaves), lits + kept[2])
             if todo is not None:
                 stack.extend(self._expand(query, span, todo, kept, s, resolved))
                 continue
             leaves.append((kept, s, resolved))
             if len(leaves) > MAX_TEMPLATES:
                 raise self._budget_error(query, span, "ways", MAX_TEMPLATES)
+            lits += kept[2] if kept else 0
         return leaves
 
     def _expand(self, query: Atom, span: Span, todo: tuple, kept, s: Subst,
@@ -447,6 +455,33 @@ class Preprocessor:
                      f"({effect}, 002 §2): {why}"),
             rule.span if rule.span.line else span, self.prog.source,
         )
+
+    def _literals_error(self, query: Atom, span: Span, n: int, lits: int) -> ProgramError:
+        """P_Q's hypotheses exceed MAX_TEMPLATE_LITERALS: blame the longest rule the query
+        reaches (a box, or a Since, repeated for every case of a diamond over it) — unless
+        the templates are too many already: that budget's error names the multiplying rule."""
+        from reasoning.language.metric import readable
+
+        if search_size(self.prog, self.idb).ways.get(query.pred, 0) > MAX_TEMPLATES:
+            return self._budget_error(query, span, "ways", MAX_TEMPLATES)
+
+        reach, todo = set(), [query.pred]
+        while todo:
+            p = todo.pop()
+            if p not in reach:
+                reach.add(p)
+                todo.extend(l.atom.pred for r in self.rules_by_pred.get(p, ()) for l in r.body)
+        rules = [r for p in reach for r in self.rules_by_pred.get(p, ())]
+        worst = max(rules, key=lambda r: len(r.body)) if rules else None
+        where = worst.span if worst is not None and worst.span.line else span
+        return ProgramError(
+            readable(f"pre-processing of {query} exceeds the budget of "
+                     f"{MAX_TEMPLATE_LITERALS} hypothesis literals in all its templates "
+                     f"(P_Q would be too large, 002 §2): {n} templates and the goal of the "
+                     f"next hold {lits} already; this rule's body has {len(worst.body) if worst else 0} literals, "
+                     f"repeated in each template through it: narrow its window, or the "
+                     f"windows over it"),
+            where, self.prog.source)
 
     def _nontermination_error(self, query: Atom, span: Span,
                               origin: Optional[Rule]) -> ProgramError:
@@ -609,18 +644,15 @@ class Preprocessor:
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
         """Minimal hypothesis sets (000 Example 6): drop a template subsumed by a strictly
-        more general one, or by an equivalent earlier one."""
+        more general one, or by an equivalent earlier one.  Only the templates that may
+        subsume one are tried (_Candidates): a window of width w unfolds into w templates
+        that share one signature, and trying every pair took minutes (issue 44.4)."""
         uniq = list(dict.fromkeys(ts))
-        sigs = [_signature(t) for t in uniq]
-        by_sig: dict[frozenset, list[int]] = {}
-        for i, g in enumerate(sigs):
-            by_sig.setdefault(g, []).append(i)
-        shorter = sorted(by_sig, key=len)
+        cands = _Candidates(uniq)
         indexes: dict[int, _Index] = {}
         return tuple(
             t for i, t in enumerate(uniq)
-            if not any(self._dominated(uniq, indexes, j, i)
-                       for j in _candidates(i, sigs, by_sig, shorter))
+            if not any(self._dominated(uniq, indexes, j, i) for j in cands.of(i))
         )
 
     @staticmethod
@@ -718,15 +750,53 @@ def _open_nogood(n: tuple, s: Subst) -> Optional[tuple]:
     return tuple(sorted(out))
 
 
-def _candidates(i: int, sigs: list, by_sig: dict, shorter: list):
-    """Templates that may subsume template i: same signature, or a strictly smaller one
-    contained in it (a subset of equal size is the same set)."""
-    yield from by_sig[sigs[i]]
-    for g in shorter:
-        if len(g) >= len(sigs[i]):
-            break
-        if g <= sigs[i]:
-            yield from by_sig[g]
+def _fixed_part(t: Template) -> frozenset:
+    """The literals of H whose variables all occur in the head: a template with the same
+    head maps them to themselves (matching the head is the identity on its variables), so
+    u subsumes t only if fixed(u) ⊆ fixed(t)."""
+    hv = set(t.head.variables())
+    return frozenset(l for l in t.literals if set(l.atom.variables()) <= hv)
+
+
+class _Candidates:
+    """The templates that may subsume template i: their signature is i's or a strictly
+    smaller one contained in it (_signature), and with i's very head their fixed literals
+    are among i's (_fixed_part, found through the rarest literal of each, its pivot).  A template
+    with nogoods, time bounds or periodic domains subsumes nothing (_subsumes): never one."""
+
+    def __init__(self, uniq: list[Template]):
+        self.sigs = [_signature(t) for t in uniq]
+        self.heads = [t.head for t in uniq]
+        self.fixed = [_fixed_part(t) for t in uniq]
+        self.by_sig: dict[frozenset, dict[Atom, list[int]]] = {}
+        self.pivots: dict[Atom, dict[Optional[Literal], list[int]]] = {}
+        freq: dict[Literal, int] = {}
+        for f in self.fixed:
+            for l in f:
+                freq[l] = freq.get(l, 0) + 1
+        for j, t in enumerate(uniq):
+            if t.nogoods or t.time_min or t.periodic:
+                continue
+            self.by_sig.setdefault(self.sigs[j], {}).setdefault(t.head, []).append(j)
+            # the rarest literal: the fewest templates to try it against
+            pivot = min(self.fixed[j], key=lambda l: (freq[l], str(l))) if self.fixed[j] else None
+            self.pivots.setdefault(t.head, {}).setdefault(pivot, []).append(j)
+        self.shorter = sorted(self.by_sig, key=len)
+
+    def of(self, i: int) -> Iterator[int]:
+        sig, head, fixed = self.sigs[i], self.heads[i], self.fixed[i]
+        same = self.pivots.get(head, {})
+        for key in (None, *fixed):
+            for j in same.get(key, ()):
+                if self.sigs[j] <= sig and self.fixed[j] <= fixed:
+                    yield j
+        for g in self.shorter:
+            if len(g) > len(sig):
+                break
+            if g <= sig:
+                for h, js in self.by_sig[g].items():
+                    if h != head:
+                        yield from js
 
 
 def _index_of(indexes: dict[int, _Index], uniq: list[Template], i: int) -> _Index:
