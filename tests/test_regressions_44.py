@@ -357,3 +357,66 @@ def test_hypo_check_of_a_too_wide_since_is_one_error_line(tmp_path):
     assert r.returncode == 2, r.stderr
     assert f"{p}:2:15: error: Since[0,2000] translates into" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- 44.3: executor limits
+
+
+def _wide(n: int, head: bool) -> tuple[str, dict]:
+    vs = ", ".join(f"X{i}" for i in range(n))
+    hv = vs if head else "X0"
+    program = f"#query P({hv}, T).\nP({hv}, T) :- E({vs}, T), not F(X0, T-1).\n"
+    return program, [{"tick": 1, "fact": "F(c1, 0)"},
+                     {"tick": 2, "fact": "E(" + ", ".join(f"c{i % 7}" for i in range(n)) + ", 2)"}]
+
+
+@pytest.mark.parametrize("n,head", [(40, False), (70, True), (2000, True)])
+def test_wide_atoms_answer_alike_on_every_executor(tmp_path, n, head):
+    """A body atom of 40 arguments overflowed the C row formatter's 32 columns ("format_rows:
+    bad spec or too many columns"), a head of 70 or 2 000 variables the C join's 64 key
+    columns ("1 to 64 key columns, got 2002"): both now take their numpy / Python paths, and
+    every executor prints the row engine's bytes."""
+    program, rows = _wide(n, head)
+    prog, stream = _write(tmp_path, rows, program)
+    _same_everywhere(prog, stream)
+    out = _cli("run", prog, "--stream", stream, "--format", "jsonl", "--engine", "columnar")
+    assert '"status": "definite"' in out and "c6" in out, out[:300]
+
+
+def test_c_joins_past_64_key_columns_equal_the_numpy_path():
+    import numpy as np
+
+    from reasoning.native import kernels
+
+    rng = np.random.default_rng(3)
+    L = rng.integers(0, 2, size=(50, 70)).astype(np.int64)
+    R = np.concatenate([L[::3], rng.integers(0, 2, size=(10, 70)).astype(np.int64)])
+    li, ri = kernels.join_rows(L, None, R, None)
+    want = sorted((i, j) for i in range(len(L)) for j in range(len(R))
+                  if (L[i] == R[j]).all())
+    assert sorted(zip(li.tolist(), ri.tolist())) == want
+    assert kernels.member_rows(L, None, R, None).tolist() == [
+        any((L[i] == R[j]).all() for j in range(len(R))) for i in range(len(L))]
+    g, first = kernels.factorize_rows(L)
+    assert [tuple(L[f]) for f in first] == list(dict.fromkeys(tuple(r) for r in L))
+    assert all(tuple(L[first[g[i]]]) == tuple(L[i]) for i in range(len(L)))
+
+
+def test_offsets_adding_up_past_2_60_are_refused_by_every_command(tmp_path):
+    """Twelve rules of T+999999999999999999 unfold into an offset of 1.2·10^19: the columnar
+    executor overflowed int64 (OverflowError / a Polars cast error), the row engine ran
+    towards tick 10^19 — pre-processing refuses it, so every executor and the lake do."""
+    from reasoning.language.errors import ProgramError
+
+    k = 999999999999999999
+    for sign in ("+", "-"):
+        rules = [f"A0(X, T) :- E(X, T{sign}{k})."] + [
+            f"A{i}(X, T) :- A{i - 1}(X, T{sign}{k})." for i in range(1, 12)]
+        text = "#query A11(X, T).\n" + "\n".join(rules) + "\n"
+        with pytest.raises(ProgramError) as e:
+            compile_program(text, "o.tdl")
+        assert (e.value.span.line, e.value.span.column) == (1, 8)
+        assert f"T{sign}11999999999999999988" in e.value.message
+        assert "offsets add up along the rules" in e.value.message
+    # one such offset is fine (below 2^60)
+    compile_program(f"#query A(X, T).\nA(X, T) :- E(X, T+{k}).\n", "o.tdl")

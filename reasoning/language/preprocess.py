@@ -27,6 +27,7 @@ MAX_TEMPLATES = 4096
 # the literals of all templates of one query (templates × their hypotheses): a box of 251
 # ticks under a diamond of 4001 was a million, a minute of silence (issue 44.4)
 MAX_TEMPLATE_LITERALS = 65536
+MAX_OFFSET = 1 << 60  # |time offset| of a template's atom (stream.facts.MAX_TIME alike)
 MAX_STEPS = 200_000
 STEPS_PER_LITERAL = 8
 MAX_DEPTH = 200
@@ -365,7 +366,27 @@ class Preprocessor:
                                             _unreverse(resolved))]
         if len(done) > MAX_TEMPLATES:
             raise self._budget_error(query, span, "ways", MAX_TEMPLATES)
+        for t in done:
+            self._check_offsets(query, span, t)
         return self._minimal(done)
+
+    def _check_offsets(self, query: Atom, span: Span, t: Template) -> None:
+        """Offsets add up along the rules unfolded into a template: past 2^60 (stream times
+        are below 2^60, so a time plus an offset stays in int64 on every executor) the
+        program is refused here — a chain of T+10^18-1 wrapped int64 on the columnar
+        executor and ran the row engine towards tick 10^19 (issue 44.3)."""
+        bad = [(str(a), a.time.offset) for a in [t.head, *(l.atom for l in t.literals)]
+               if a.time is not None and abs(a.time.offset) >= MAX_OFFSET]
+        bad += [(f"{v} ≥ {k}", k) for v, k in t.time_min if abs(k) >= MAX_OFFSET]
+        if bad:
+            from reasoning.language.metric import readable
+
+            what, off = bad[0]
+            raise ProgramError(
+                readable(f"pre-processing of {query} unfolds its rules into {what}, a time "
+                         f"offset of {off} (offsets add up along the rules; times and offsets "
+                         f"are below 2^{MAX_OFFSET.bit_length() - 1}): make the offsets "
+                         f"smaller"), span, self.prog.source)
 
     def _derivations(self, query: Atom, span: Span) -> list[tuple]:
         """The successful SLD-derivations from ¬query (002 §2, Example 4) as (kept, θ,

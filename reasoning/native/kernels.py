@@ -65,6 +65,20 @@ def _rows(K) -> int:
     return K.shape[0] if isinstance(K, np.ndarray) else K[0].size
 
 
+MAX_KEYS = 64  # the C kernels' key columns (_ck_join.c); wider keys take the numpy path
+
+
+def _c_keys(*Ks) -> bool:
+    """Whether the C kernels take these keys (at most MAX_KEYS columns: a head of 2 000
+    variables is a join on 2 000, issue 44.3)."""
+    def keys(K) -> int:
+        if isinstance(K, np.ndarray):
+            return K.shape[1] if K.ndim == 2 else 1
+        return len(K)
+
+    return COMPILED and all(keys(K) <= MAX_KEYS for K in Ks)
+
+
 def _matrix(K, ok):
     """Keys and mask as the numpy code takes them: a key matrix, a bool a row."""
     if not isinstance(K, np.ndarray):
@@ -77,7 +91,7 @@ def join_rows(L, okl, R, okr, left_outer: bool = False):
     columns (int64, at least one) a side; ok: None (every row) or whether the row's key has
     no null that prevents a match."""
     bits = _table_bits(max(_rows(R), 1))
-    if COMPILED:  # the C kernels take a key matrix or the key columns
+    if _c_keys(L, R):  # the C kernels take a key matrix or the key columns
         return _impl.join_rows(L, okl, R, okr, bits, left_outer)
     (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
     lk, rk = _dense(L, okl, R, okr)
@@ -87,7 +101,7 @@ def join_rows(L, okl, R, okr, left_outer: bool = False):
 def member_rows(L, okl, R, okr):
     """Whether each row of L has an equal row in R (keys as join_rows)."""
     bits = _table_bits(max(_rows(R), 1))
-    if COMPILED:  # the C kernels take a key matrix or the key columns
+    if _c_keys(L, R):  # the C kernels take a key matrix or the key columns
         return _impl.member_rows(L, okl, R, okr, bits)
     (L, okl), (R, okr) = _matrix(L, okl), _matrix(R, okr)
     lk, rk = _dense(L, okl, R, okr)
@@ -98,7 +112,7 @@ def factorize_rows(M):
     """(group id per row, first row of each group) of the keys M (as join_rows), groups
     numbered in order of first appearance."""
     bits = _table_bits(max(_rows(M), 1))
-    if COMPILED:  # the C kernels take a key matrix or the key columns
+    if _c_keys(M):  # the C kernels take a key matrix or the key columns
         return _impl.factorize_rows(M, bits)
     M, _ = _matrix(M, None)
     k, _ = _dense(M, np.ones(M.shape[0], bool), M[:0], np.ones(0, bool))

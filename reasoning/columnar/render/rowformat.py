@@ -159,7 +159,8 @@ def compile_row_program(tp, P: frozenset, query_text: str,
     """row_parts as the C row formatter's program (_ck_format.c format_rows): (spec, object
     variables of its string columns, time variables of its int columns), in column order;
     with `excluded` (as compile_row_formatter) the rows' exclusions are printed too.  None
-    for what it does not print (more than 16 literals or 32 names; non-ASCII texts)."""
+    for what it does not print (more than 16 literals, 32 names, 32 string or 32 time
+    columns; non-ASCII texts)."""
     parts = row_parts(tp, P, query_text, excluded)
     names = None if excluded is None else tuple(
         (json.dumps(name, ensure_ascii=False), v) for name, v in excluded)
@@ -190,13 +191,15 @@ def compile_row_program(tp, P: frozenset, query_text: str,
                              "xk": 11}[p[0]], 0, 0))
         return tuple(out)
 
+    spec_parts = [prog(lit) for lit in parts["lits"]]
+    heads = (prog(parts["skey"]), prog(parts["line"]), prog(parts["akey"]))
+    if len(svars) > 32 or len(ivars) > 32:
+        return None  # (the C formatter's columns: a 40-argument atom took it down, 44.3)
     statics = [p for ps in [*parts["lits"], parts["skey"], parts["line"], parts["akey"]]
                for p in ps if isinstance(p, str)]
     if not all(p.isascii() for p in statics):
         return None  # (static texts are copied as bytes: ASCII only)
-    spec = (tuple(prog(lit) for lit in parts["lits"]),
-            (prog(parts["skey"]), prog(parts["line"]), prog(parts["akey"])),
-            (PENDING, HYPOTHETICAL, DEFINITE), names)
+    spec = (tuple(spec_parts), heads, (PENDING, HYPOTHETICAL, DEFINITE), names)
     return spec, svars, ivars
 
 
