@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import uuid
 from collections import Counter
 from typing import Any, Iterator, Optional
@@ -17,7 +18,7 @@ from reasoning.language.compiler import compile_file, read_program_text
 from jobs.table import delta
 from jobs.errors import InputError, LakeError, ProgramMismatch
 from jobs.ingest.files import (check_files, far_ticks, file_sha256, is_data_file, read_files,
-                     rename_sources, spool_streams)
+                     rename_sources, spool_streams, clean_spool)
 from jobs.table.store import DATA_TABLES, Lake, fact_files, now, rerun_from, stretch_of
 from schemas.lake import STATE_FORMAT
 
@@ -117,7 +118,11 @@ def ingest(lake: str, tick: Optional[int], files: list[str], master: Optional[st
         files = sorted(os.path.join(land, f) for f in os.listdir(land) if is_data_file(f))
     check_files(files)
     files = list(files)
-    spooled = spool_streams(files, os.path.join(L.meta_dir, "spool"))
+    spool = os.path.join(L.meta_dir, "spool")
+    for name, size in clean_spool(spool):
+        print(f"hypo lake: removed {name} ({size} bytes), the spool file of an ingest that "
+              f"did not finish (killed)", file=sys.stderr)
+    spooled = spool_streams(files, spool)
     try:
         return _ingest_files(L, cp, files, spooled, tick, master, max_gap)
     finally:

@@ -420,3 +420,55 @@ def test_offsets_adding_up_past_2_60_are_refused_by_every_command(tmp_path):
         assert "offsets add up along the rules" in e.value.message
     # one such offset is fine (below 2^60)
     compile_program(f"#query A(X, T).\nA(X, T) :- E(X, T+{k}).\n", "o.tdl")
+
+
+# ---------------------------------------------------------------- 44.10: the spool
+
+
+def test_a_pipe_or_device_spools_at_most_the_limit_and_leaves_nothing(tmp_path, monkeypatch):
+    """`hypo lake ingest /dev/zero` wrote 14 GB into the lake's spool in a minute: past
+    HYPO_SPOOL_MAX_BYTES the copy is removed and the ingest refused, naming the file."""
+    from jobs import lake as api
+    from jobs.errors import InputError
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, str(EXAMPLES / "wind_turbines.tdl"))
+    monkeypatch.setenv("HYPO_SPOOL_MAX_BYTES", str(3 << 20))
+    with pytest.raises(InputError, match=r"/dev/zero: more than 3145728 bytes from a pipe"):
+        api.ingest(lake, None, ["/dev/zero"])
+    spool = tmp_path / "lake" / "_hypo" / "spool"
+    assert not spool.exists() or list(spool.iterdir()) == []
+    for bad in ("abc", "0", "-5", "1e9"):
+        monkeypatch.setenv("HYPO_SPOOL_MAX_BYTES", bad)
+        with pytest.raises(InputError, match="HYPO_SPOOL_MAX_BYTES"):
+            api.ingest(lake, None, ["/dev/zero"])
+
+
+def test_a_killed_ingests_spool_file_is_removed_and_reported(tmp_path, capsys):
+    """A spool file of an ingest whose process is gone (kill -9), or named before spool
+    files carried a process id, is removed by the next ingest, which says so; a running
+    ingest's is left alone."""
+    import subprocess
+    import sys
+
+    from jobs import lake as api
+
+    lake = str(tmp_path / "lake")
+    api.init(lake, str(EXAMPLES / "wind_turbines.tdl"))
+    spool = tmp_path / "lake" / "_hypo" / "spool"
+    spool.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    (spool / f"spool-{dead}-x1.jsonl").write_bytes(b"x" * 1000)
+    (spool / "spool-22idqqd2").write_bytes(b"y" * 10)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (spool / f"spool-{live.pid}-x2").write_bytes(b"z")
+        api.ingest(lake, None, [str(EXAMPLES / "wind_turbines.jsonl")])
+        err = capsys.readouterr().err
+        assert f"removed spool-{dead}-x1.jsonl (1000 bytes)" in err
+        assert "removed spool-22idqqd2 (10 bytes)" in err
+        assert sorted(p.name for p in spool.iterdir()) == [f"spool-{live.pid}-x2"]
+    finally:
+        live.kill()
+        live.wait()

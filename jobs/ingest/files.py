@@ -140,15 +140,59 @@ def check_files(files: list[str]) -> None:
             raise InputError(f"{f}: permission denied")
 
 
+SPOOL_MAX_BYTES = 4 << 30  # bytes read from one pipe or device (HYPO_SPOOL_MAX_BYTES)
+
+
+def spool_limit() -> int:
+    """The bytes one pipe or device may spool: HYPO_SPOOL_MAX_BYTES, else SPOOL_MAX_BYTES."""
+    raw = os.environ.get("HYPO_SPOOL_MAX_BYTES")
+    if raw is None or raw == "":
+        return SPOOL_MAX_BYTES
+    if not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
+        raise InputError(f"HYPO_SPOOL_MAX_BYTES={raw!r}: a whole number of bytes, at least 1")
+    return int(raw)
+
+
+def clean_spool(tmpdir: str) -> list[tuple[str, int]]:
+    """Remove the spool files of ingests that ended without removing them (killed: their
+    process is gone; or named before spool files carried their process id): [(name,
+    bytes)] removed, for the caller to report."""
+    if not os.path.isdir(tmpdir):
+        return []
+    out = []
+    for name in sorted(os.listdir(tmpdir)):
+        m = re.match(r"spool-(\d+)-", name)
+        if m is not None:
+            try:
+                os.kill(int(m.group(1)), 0)
+                continue  # that ingest still runs
+            except ProcessLookupError:
+                pass
+            except (PermissionError, OverflowError):
+                continue
+        elif not name.startswith("spool-"):
+            continue
+        path = os.path.join(tmpdir, name)
+        try:
+            size = os.path.getsize(path)
+            os.unlink(path)
+        except OSError:
+            continue
+        out.append((name, size))
+    return out
+
+
 def spool_streams(files: list[str], tmpdir: str) -> dict[str, str]:
     """Copy every file that is not a regular file (a FIFO, a shell's `<(…)` pipe, a device)
     to a regular file under tmpdir, read once: ingest reads a file more than once (its
     SHA-256 makes a re-ingest idempotent, then its rows), and a pipe's second read would
-    wait for ever for another writer.  Returns {spooled path: the name given}."""
-    import shutil
+    wait for ever for another writer.  At most spool_limit() bytes each (`/dev/zero` wrote
+    14 GB in a minute, issue 44.10): past it the copy is removed and the ingest refused.
+    The copies carry the process id (clean_spool).  Returns {spooled path: the name given}."""
     import stat
     import tempfile
 
+    limit = spool_limit()
     out: dict[str, str] = {}
     for i, f in enumerate(files):
         if stat.S_ISREG(os.stat(f).st_mode):
@@ -160,10 +204,19 @@ def spool_streams(files: list[str], tmpdir: str) -> dict[str, str]:
         if ext.lower() not in DATA_SUFFIXES:
             ext = ""
         ext += gz
-        fd, tmp = tempfile.mkstemp(prefix="spool-", suffix=ext, dir=os.path.abspath(tmpdir))
+        fd, tmp = tempfile.mkstemp(prefix=f"spool-{os.getpid()}-", suffix=ext,
+                                   dir=os.path.abspath(tmpdir))
         try:
             with open(f, "rb") as src, os.fdopen(fd, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+                n = 0
+                while chunk := src.read(1 << 20):
+                    n += len(chunk)
+                    if n > limit:
+                        raise InputError(
+                            f"{f}: more than {limit} bytes from a pipe or device (ingest "
+                            f"copies a file that is not a regular one into the lake's spool "
+                            f"first): land the data as a file, or raise HYPO_SPOOL_MAX_BYTES")
+                    dst.write(chunk)
             if not ext:  # a nameless pipe of gzip data (`<(gzip -c …)`): by its magic bytes
                 with open(tmp, "rb") as fh:
                     if fh.read(2) == GZIP_MAGIC:
