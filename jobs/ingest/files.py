@@ -309,11 +309,17 @@ def _structured(obj: dict) -> tuple[Optional[tuple], Optional[str]]:
 
 
 def _from_obj(out: Parsed, obj: Any, raw: str, nbytes: int, cp: CompiledProgram,
-              want: Optional[int], source: str, no: int) -> None:
+              want: Optional[int], source: str, no: int, last: Optional[list] = None) -> None:
+    """One row of a file into `out`; `last` (JSONL: a stream read in arrival order, as
+    `hypo run` reads it) holds the file's last accepted tick (read_jsonl), and a fact or
+    heartbeat of an earlier tick is refused as `hypo run` refuses it (issue 44.12)."""
     if not isinstance(obj, dict):
         out.reject("bad_json", "expected a JSON object", source, no, raw, nbytes)
         return
     tick, why = _tick_of(obj.get("tick"), want)
+    if why is None and last is not None and tick is not None and tick < last[0]:
+        why = ("out_of_order", f"out of order: tick {tick} after tick {last[0]} (a stream is "
+                               f"read in arrival order)")
     if len(obj) == 1 and "tick" in obj:  # {"tick": N}: a live producer's progress
         if why is not None and why[0] != "wrong_tick":  # (stream.Heartbeat); the lake's
             out.reject(why[0], why[1], source, no, raw, nbytes, tick)  # ticks are the
@@ -390,6 +396,7 @@ def _text_lines(path: str, out: Parsed, trim) -> Iterator[tuple[int, str, int]]:
 
 
 def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed) -> None:
+    last = [-1] if want is None else None  # the last accepted tick (a slice: one tick)
     for no, line, total in text_lines(path, out, lambda t: t.strip(JSON_SPACE)):
         try:
             obj = json.loads(line)
@@ -402,7 +409,12 @@ def read_jsonl(path: str, cp: CompiledProgram, want: Optional[int], out: Parsed)
             out.reject("bad_json", "invalid JSON (an integer of more than 4 300 digits)", path,
                        no, line, total)
             continue
-        _from_obj(out, obj, line, total, cp, want, path, no)
+        nf, nh = len(out.tick), out.heartbeats
+        _from_obj(out, obj, line, total, cp, want, path, no, last)
+        if last is not None and len(out.tick) > nf:
+            last[0] = out.tick[-1]
+        elif last is not None and out.heartbeats > nh:
+            last[0] = obj["tick"]
 
 
 def _small_int(v: str, pattern: str):

@@ -13,6 +13,8 @@ from reasoning.language.syntax import NAME, Span
 
 MAX_TIME = 1 << 60  # ticks and times: natural numbers below 2^60 (offsets and δ fit in int64)
 MAX_DIGITS = 18  # every natural number of at most 18 digits is below MAX_TIME
+TIME_DIGITS = 4000  # a stream time's digits read as a number (validate refuses ≥ MAX_TIME)
+_LAST_NUMBER = re.compile(r"^(.*[,(]\s*)(\d{19,4000})(\s*\)\s*)$", re.S)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -68,11 +70,20 @@ def parse_fact_text(text: str, cp: CompiledProgram) -> Fact:
     if m:
         parts = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
         if parts and all(_ARG.match(p) for p in parts) and parts[-1].isdigit() \
-                and len(parts[-1]) <= MAX_DIGITS:
+                and len(parts[-1]) <= TIME_DIGITS:
             return Fact(m.group(1), tuple(parts[:-1]), int(parts[-1]))
     from reasoning.language.parser import parse_fact
 
+    # a time of 19 digits or more: the program parser takes at most 18 (its numbers are
+    # added up), the stream every natural number below 2^60 (validate says past it) — parse
+    # the atom with a 0 there (columns before it unchanged), then put the time back
+    big = _LAST_NUMBER.match(text)
     try:
+        if big is not None:
+            atom = parse_fact(big.group(1) + "0" + big.group(3), "<fact>", cp.program.rigid)
+            if atom.time is not None:
+                return Fact(atom.pred, tuple(a.value for a in atom.args),  # type: ignore[union-attr]
+                            int(big.group(2)))
         atom = parse_fact(text, "<fact>", cp.program.rigid)
     except (ValueError, RecursionError):  # an integer past Python's 4 300 digits
         raise ProgramError("timestamp out of range (ticks and times are natural numbers "
