@@ -149,3 +149,29 @@ def test_a_damaged_feed_log_is_named_not_taken_for_a_missing_table(tmp_path):
     rc, out, err = hypo("lake", "--lake", lake, "changes")
     assert rc == 2 and "current version 3" in err and "00000000000000000003.json" in err, err
     assert "no `current` table yet" not in err and "Traceback" not in err
+
+
+def test_verify_checks_the_feed_and_changes_names_a_damaged_file(tmp_path):
+    """`verify` checks the `current` table too — its live files and the change data files
+    its kept commits name — and `hypo lake changes` over a damaged change data file is one
+    line naming it (it was a delta-rs traceback); removing the table starts a new feed."""
+    from jobs.maintenance.verify import verify
+
+    lake, until = _lake(tmp_path, TURBINES, STREAM)
+    got = verify(lake, deep=True)
+    assert got["ok"] and "current" in got["checked"], got
+    cdc = sorted(os.listdir(os.path.join(lake, "current", "_change_data")))
+    with open(os.path.join(lake, "current", "_change_data", cdc[0]), "wb") as fh:
+        fh.write(b"garbage")
+    got = verify(lake)
+    assert not got["ok"] and any(cdc[0] in x and "a change data file" in x and
+                                 "remove the `current` table" in x for x in got["lines"]), got
+    rc, out, err = hypo("lake", "--lake", lake, "changes")
+    assert rc == 2 and cdc[0] in err and "hypo lake verify" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    shutil.rmtree(os.path.join(lake, "current"))  # the advice: a new feed from the next tick
+    assert verify(lake)["ok"]
+    api.run_range(lake, until + 1, until + 2, executor="local")
+    assert verify(lake, deep=True)["ok"]
+    assert lake_changes(lake, until + 2, until + 2) == [
+        x for x in run_changes(TURBINES, STREAM, until + 2) if f'"tick": {until + 2},' in x]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from typing import Optional
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 
 from deltalake import CommitProperties, DeltaTable
 
-from jobs.errors import LakeError
+from jobs.errors import LakeDamaged, LakeError
 from jobs.table import delta
 from jobs.table.store import Lake
 from reasoning.run.changes import Changes
@@ -199,7 +200,14 @@ def changes(lake: str, start: int, end: int) -> list[str]:
     vs = sorted(v for v, t in versions.items() if start <= t <= end and v > 0)
     if not vs:
         return []
-    feed = pa.table(dt.load_cdf(starting_version=vs[0], ending_version=vs[-1]).read_all())
+    try:
+        feed = pa.table(dt.load_cdf(starting_version=vs[0], ending_version=vs[-1]).read_all())
+    except Exception as e:  # noqa: BLE001 - delta-rs raises a bare Exception for a bad file
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        m = re.search(r"_change_data/[\w.-]+|part-[\w.-]+\.parquet", first)
+        raise LakeDamaged(f"current: the change feed of versions {vs[0]}..{vs[-1]} cannot be "
+                          f"read ({m.group(0) if m else first[:200]} is damaged); run `hypo "
+                          f"lake verify`") from None
     keep = [r for r in feed.select(["_change_type", "tick", "seq", "lines"]).to_pylist()
             if r["_change_type"] in ("insert", "update_postimage")
             and start <= r["tick"] <= end]
