@@ -180,6 +180,53 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
                                    f"partition tick={t} was written by run "
                                    f"{', '.join(sorted(x for x in runs if x))}, but the ticks "
                                    f"log says run {r['run']} completed tick {t}", redo))
+    return out + _lost_commits(L, heads, done, latest)
+
+
+def _lost_commits(L: Lake, heads: dict, done, latest: dict) -> list[Problem]:
+    """A table whose last commits are gone looks whole (issue 44.11): the facts a tick read,
+    the quarantine rows a tick wrote (versions in the ticks log), and each completed tick's
+    data-quality rows (its record _hypo/dq/tick=τ.json) must still be there."""
+    out = []
+    for kind, col, todo in (
+            ("facts", "facts_version",
+             "restore the commit file from a backup: the slices it added are lost from the "
+             "lake (`hypo lake ingest` of the same files adds them again), then re-run the "
+             "ticks from the first one that read them"),
+            ("quarantine", "quarantine_version",
+             "restore the commit file from a backup, or re-run the tick: it writes its "
+             "quarantine rows again")):
+        if kind not in heads:
+            continue
+        head_v = heads[kind].version()
+        lost = done.beyond(col, head_v)
+        if lost:
+            t, v = max(lost, key=lambda tv: tv[1])
+            what = "read" if kind == "facts" else "wrote"
+            out.append(Problem(kind, v, f"{kind}/_delta_log",
+                               f"tick {t} {what} version {v}, but the table ends at version "
+                               f"{head_v} (a commit file is missing)", todo))
+    if "dq" in heads:
+        have = {int(a["partition.tick"]) for a in
+                pa.table(heads["dq"].get_add_actions(flatten=True)).to_pylist()
+                if a.get("partition.tick") is not None}
+        d = os.path.join(L.meta_dir, "dq")
+        for t in sorted(done):
+            if latest.get(t) != "done" or t in have:
+                continue
+            try:
+                with open(os.path.join(d, f"tick={t}.json"), encoding="utf-8") as fh:
+                    rows = json.load(fh).get("expectations")
+            except (OSError, ValueError):
+                continue  # no record to compare with (a tick of an older version)
+            if rows:
+                out.append(Problem("dq", heads["dq"].version(), f"dq/tick={t}",
+                                   f"tick {t} recorded {len(rows)} data-quality rows "
+                                   f"(_hypo/dq/tick={t}.json), but the table has no partition "
+                                   f"tick={t} (a commit file is missing)",
+                                   f"re-run the tick (`hypo lake run --from {t} --to {t}`), "
+                                   f"or restore the commit file from a backup"))
+                break  # the first one: the others follow from the same loss
     return out
 
 

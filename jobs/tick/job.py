@@ -142,14 +142,20 @@ def tables_reach_the_log(lake: Lake, tables: dict, done, tau: int) -> None:
     tick's (issue 44.5: its last commit file is gone): committing now would reuse that
     version number for this tick and lose the recorded tick's rows for good.  Re-running
     the tick whose commit is missing is the repair `hypo lake verify` advises: allowed."""
-    for kind in ("state", "answers"):
+    for kind in ("state", "answers", "quarantine", "facts"):
+        if kind not in tables:
+            continue
         cur = tables[kind].version()
-        lost = [(t, v) for t, v in done.beyond(f"{kind}_version", cur) if t != tau]
+        # facts: the version a tick read — a commit lost below it lost facts, whichever tick
+        # runs now (issue 44.11)
+        lost = [(t, v) for t, v in done.beyond(f"{kind}_version", cur)
+                if t != tau or kind == "facts"]
         if lost:
             t, v = max(lost, key=lambda tv: tv[1])
+            what = "read by" if kind == "facts" else "written by"
             raise LakeDamaged(
-                f"{kind}: the ticks log records version {v} as tick {t}'s, but the table ends "
-                f"at version {cur} (a commit file is missing); tick {tau} was not run; "
+                f"{kind}: the ticks log records version {v} {what} tick {t}, but the table "
+                f"ends at version {cur} (a commit file is missing); tick {tau} was not run; "
                 f"{damage.VERIFY_HINT}")
 
 
