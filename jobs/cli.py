@@ -199,7 +199,8 @@ def _init(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
     from jobs import lake as api
 
     r = api.init(lake, args.program, args.query, args.confidence)
-    verb = "created" if r["created"] else "already initialised"
+    verb = ("created" if r["created"] else "restored (_hypo/program.json rewritten for the "
+            "program its tables were made for)" if r.get("restored") else "already initialised")
     out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "
               f"{r['query']}{', with confidence' if r['confidence'] else ''}\n")
     return 0

@@ -60,9 +60,12 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
                 f"learns from tick 0, so it cannot be switched afterwards: use a new lake")
         return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom),
                 "confidence": confidence}
+    if os.path.isdir(L.root) and any(delta.is_table(L.path(t)) for t in DATA_TABLES):
+        return _restore_program_info(L, program_path, text, h, cp, query, confidence)
     if os.path.exists(L.root) and os.listdir(L.root) and any(
             os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
-        raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json); remove it first")
+        raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json, no table "
+                        f"holds data): remove it first")
     other = sorted(e for e in os.listdir(L.root) if e not in ("landing", "lost+found")
                    ) if os.path.isdir(L.root) else []
     if other:  # a mistyped --lake (a home directory, a repository) would get tables mixed in
@@ -82,6 +85,55 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
     return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
             "confidence": confidence}
+
+
+def _restore_program_info(L: Lake, program_path: str, text: str, h: str, cp, query,
+                          confidence: bool) -> dict:
+    """init over a lake whose tables are here but whose _hypo/program.json is gone (issue
+    44.11: it said "remove it first", the facts with it): rewritten when the program is the
+    one the tables were made for (the sha256 their first commit records), the main query the
+    one its answers name, and --confidence as its answers have it; refused otherwise, with
+    what was recorded."""
+    import pyarrow.compute as pc
+
+    made = None
+    for t in DATA_TABLES:
+        if delta.is_table(L.path(t)):
+            first = [c for c in delta.history(L.path(t)) if c.get("version") == 0]
+            made = (first[0].get("program") if first else None) or made
+            if made:
+                break
+    if made != h:
+        raise ProgramMismatch(
+            f"{L.root} holds a lake whose _hypo/program.json is missing; its tables were made "
+            f"for the program of sha256 {str(made)[:12]} (_hypo/program.tdl, if it is there), "
+            f"not {program_path} (sha256 {h[:12]}): restore program.json from a backup, or "
+            f"run this init again with that program — nothing was changed")
+    if delta.is_table(L.path("answers")):
+        ans = delta.read_arrow(L.path("answers"), "answers", columns=["query", "confidence"])
+        if ans.num_rows:
+            had = ans.column("query")[0].as_py()
+            if had != str(cp.main.atom):
+                raise ProgramMismatch(
+                    f"{L.root}: the lake's answers are of the query {had}, not {cp.main.atom}: "
+                    f"run this init again with the query it had (--query) — nothing was changed")
+            conf = pc.any(pc.is_valid(ans.column("confidence"))).as_py()
+            if bool(conf) != confidence:
+                raise ProgramMismatch(
+                    f"{L.root}: the lake's answers were made {'with' if conf else 'without'} "
+                    f"--confidence: run this init again {'with' if conf else 'without'} it — "
+                    f"nothing was changed")
+    os.makedirs(L.meta_dir, exist_ok=True)
+    if not os.path.exists(os.path.join(L.meta_dir, "program.tdl")):
+        with open(os.path.join(L.meta_dir, "program.tdl"), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
+            "query": query, "main": str(cp.main.atom), "created": now(),
+            "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json(),
+            "restored": True}
+    write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
+    return {"lake": L.root, "created": False, "restored": True, "hash": h,
+            "query": str(cp.main.atom), "confidence": confidence}
 
 
 # ---------------------------------------------------------------------- ingest

@@ -333,3 +333,27 @@ def test_lost_quarantine_and_dq_commits_of_a_tick_are_named(tmp_path):
     assert rc == 2 and "quarantine: the ticks log records version" in err, err
     assert hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "0")[0] == 0
     assert hypo("lake", "--lake", lake, "verify")[0] == 0
+
+
+def test_a_deleted_program_json_is_restored_by_init_not_by_removing_the_lake(base, tmp_path):
+    """Issue 44.11: with _hypo/program.json deleted, `status` said "no lake" and `init`
+    advised removing the directory — the facts with it.  Now every command names the
+    missing file, and `init` with the lake's program rewrites it (another program, query or
+    --confidence is refused, nothing changed); the lake then answers as before."""
+    lake = _copy(base, tmp_path)
+    before = api_lines(lake, 8, "all")
+    os.remove(os.path.join(lake, "_hypo", "program.json"))
+    rc, out, err = hypo("lake", "--lake", lake, "status")
+    assert rc == 2 and "has its tables but no _hypo/program.json" in err, err
+    rc, out, err = hypo("lake", "--lake", lake, "verify")
+    assert rc == 1 and "_hypo/program.json: the file is missing" in out + err, out + err
+    for argv in (["--program", "examples/inconsistent.tdl"],
+                 ["--program", TURBINES, "--confidence"]):
+        rc, out, err = hypo("lake", "--lake", lake, "init", *argv)
+        assert rc == 2 and "nothing was changed" in err and "remove" not in err, err
+        assert not os.path.exists(os.path.join(lake, "_hypo", "program.json"))
+    rc, out, err = hypo("lake", "--lake", lake, "init", "--program", TURBINES)
+    assert rc == 0 and "restored" in out, out + err
+    assert hypo("lake", "--lake", lake, "verify")[0] == 0
+    assert api_lines(lake, 8, "all") == before
+    assert hypo("lake", "--lake", lake, "tick", "9")[0] == 0

@@ -29,6 +29,11 @@ def _program_problems(L: Lake) -> list[Problem]:
     try:
         info = read_program_info(L.meta_dir)
     except LakeDamaged as e:
+        if not os.path.exists(os.path.join(L.meta_dir, "program.json")):
+            return [Problem("_hypo", None, "_hypo/program.json", "the file is missing",
+                            f"restore it from a backup, or run `hypo lake init --program "
+                            f"<its program> --lake {L.root}` again: it rewrites the file for "
+                            f"the program the tables were made for (_hypo/program.tdl)")]
         return [_as_problem(str(e), "_hypo/program.json")]
     try:
         text = L.program_text

@@ -79,6 +79,12 @@ class Lake:
         return os.path.exists(os.path.join(self.meta_dir, "program.json"))
 
     def require(self) -> "Lake":
+        if not self.exists() and any(delta.is_table(self.path(k)) for k in DATA_TABLES):
+            raise LakeDamaged(
+                f"the lake at {self.root} has its tables but no _hypo/program.json: restore "
+                f"it from a backup, or run `hypo lake init --program <its program> --lake "
+                f"{self.root}` again, which rewrites it for the program the tables were made "
+                f"for (_hypo/program.tdl)")
         if not self.exists():
             raise LakeMissing(f"no lake at {self.root} (create one with `hypo lake init --program "
                               f"P.tdl --lake {self.root}`, or pass --lake / set HYPO_LAKE)")
