@@ -90,6 +90,13 @@ def _file_problems(L: Lake, kind: str, dt, deep: bool = False) -> tuple[list[Pro
         full = os.path.join(path, a["path"])
         why = damage.data_file_problem(full, a.get("size_bytes"), a.get("num_records"), deep,
                                        tuple(required(kind)))
+        if why is None and deep and kind == "state":  # columns each kind of row needs
+            import pyarrow.parquet as pq
+
+            from jobs.table.state import state_rows_problem
+
+            bad = state_rows_problem(pq.read_table(full))
+            why = f"{bad} (a damaged file)" if bad else None
         if why:
             pv = {p: a.get(f"partition.{p}") for p in parts}
             out.append(Problem(damage.label(path), dt.version(), damage.rel(full, path), why,

@@ -13,7 +13,7 @@ from reasoning.semantics.answer import Answer
 from reasoning.semantics.patterns import Fact, compile_templates
 from schemas.lake import STATE_FORMAT, column_names
 
-from jobs.errors import LakeError, ProgramMismatch
+from jobs.errors import LakeDamaged, LakeError, ProgramMismatch
 
 COLS = column_names("state", with_partitions=False)
 
@@ -75,6 +75,47 @@ def state_frame(B, eng, cp: CompiledProgram):
     return B.concat(parts)
 
 
+# the columns each kind of state row fills: a null there is a damaged file (issue 44.11: a
+# null ev was read as "no evidence" and the tick went on, a null kind as an earlier layout)
+REQUIRED_BY_KIND = {"answer": ("template", "pattern", "vals", "times", "ev"),
+                    "fact": ("pred", "args", "time"), "answered": ("pred", "args", "time"),
+                    "meta": ("info",)}
+
+
+def _bad_rows(B, df):
+    """The rows with no kind, or a null in a column their kind needs."""
+    kind = B.col("kind")
+    conds = [B.is_null(kind)]
+    for k, cols in REQUIRED_BY_KIND.items():
+        conds.append((kind == B.lit(k, OBJ)) & B.any_of([B.is_null(B.col(c)) for c in cols]))
+    return B.filter(df, B.any_of(conds))
+
+
+def damaged_state(tick: int, n: int, kind) -> LakeDamaged:
+    return LakeDamaged(
+        f"the state of tick {tick} has {n} row(s) missing a column their kind needs (e.g. "
+        f"{'an ' + kind if kind == 'answer' else 'a ' + (kind or 'kind-less')} row): a damaged file — re-run tick {tick} (`hypo lake run "
+        f"--from {tick} --to {tick}`) or restore the file from a backup; `hypo lake verify "
+        f"--deep` names it")
+
+
+def state_rows_problem(t) -> "str | None":
+    """Why the rows of a state file (an Arrow table) are damaged (verify --deep), or None."""
+    import pyarrow.compute as pc
+
+    if "kind" not in t.column_names:
+        return None
+    kind = t.column("kind")
+    if kind.null_count:
+        return f"{kind.null_count} row(s) have no kind"
+    for k, cols in REQUIRED_BY_KIND.items():
+        sub = t.filter(pc.equal(kind, k))
+        for c in cols:
+            if c in sub.column_names and sub.column(c).null_count:
+                return f"{sub.column(c).null_count} {k} row(s) have a null {c}"
+    return None
+
+
 def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
     """Fill the engine with S_tick from the state rows (a frame of one tick)."""
     df = B.materialize(df)
@@ -89,7 +130,14 @@ def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
                      [B.alias(B.lit("part", OBJ), "kind"), B.alias(B.null(OBJ), "info"),
                       B.alias(B.null(OBJ), "pred"), B.alias(B.null(STRLIST), "args"),
                       B.alias(B.null(INT), "time"), B.col("template"), B.col("pattern")])
-    got = B.rows(B.concat([side, parts]))
+    bad = B.select(_bad_rows(B, df), [B.alias(B.lit("bad", OBJ), "kind"),
+                                      B.alias(B.col("kind"), "info"), B.alias(B.null(OBJ), "pred"),
+                                      B.alias(B.null(STRLIST), "args"), B.alias(B.null(INT), "time"),
+                                      B.alias(B.null(INT), "template"), B.alias(B.null(INT), "pattern")])
+    got = B.rows(B.concat([side, parts, bad]))  # (one read: on Spark one job)
+    wrong = [r for r in got if r["kind"] == "bad"]
+    if wrong:
+        raise damaged_state(tick, len(wrong), wrong[0]["info"])
     info = [r["info"] for r in got if r["kind"] == "meta"]
     check_meta(info, tick, cp)
     parts = [r for r in got if r["kind"] == "part"]

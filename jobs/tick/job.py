@@ -503,13 +503,18 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
     from reasoning.semantics.patterns import Fact
     from reasoning.run.session import answers_at
 
-    from jobs.table.state import check_meta, rows_to_answered, rows_to_answers
+    from jobs.table.state import (REQUIRED_BY_KIND, check_meta, damaged_state,
+                                  rows_to_answered, rows_to_answers)
 
     cp, tau = ctx.cp, ctx.tau
     eng = Engine(cp)
     eng.tau = tau - 1
     if prev is not None:
         rows = B.rows(prev)
+        wrong = [r for r in rows if r["kind"] is None or any(
+            r.get(c) is None for c in REQUIRED_BY_KIND.get(r["kind"], ()))]
+        if wrong:
+            raise damaged_state(tau - 1, len(wrong), wrong[0]["kind"])
         check_meta([r["info"] for r in rows if r["kind"] == "meta"], tau - 1, cp)
         answers, window = rows_to_answers(cp, rows)
         for f in window:
