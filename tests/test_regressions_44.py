@@ -523,3 +523,48 @@ def test_a_line_of_an_earlier_tick_is_refused_by_run_and_by_the_lake_alike(tmp_p
     lake_out = sorted(r["line"] for r in q if r["reason_code"] == "out_of_order")
     assert run_out == lake_out == [4, 7]
     assert all("out of order: tick" in r["reason"] for r in q if r["reason_code"] == "out_of_order")
+
+
+# ------------------------------------------------- 44.3: a differential test at the limits
+
+
+@pytest.mark.timeout(900)
+def test_row_and_columnar_agree_at_the_limits(tmp_path_factory):
+    """Random programs at the executors' limits — wide atoms and heads (past the C join's
+    64 key columns and the C formatter's 32), offsets up to 10^18 along chains of rules —
+    print the same bytes on every executor, or are refused alike (by pre-processing)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from reasoning.language.errors import ProgramError
+
+    offsets = st.sampled_from([0, 1, -1, 3, 10 ** 17, 10 ** 18 - 1, -(10 ** 18 - 1)])
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck),
+              derandomize=True)
+    @given(st.sampled_from([1, 2, 33, 40, 65, 70]), st.booleans(), offsets, offsets,
+           st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=4))
+    def check(n, wide_head, o1, o2, facts):
+        vs = ", ".join(f"X{i}" for i in range(n))
+        hv = vs if wide_head else "X0"
+        off = lambda o: "" if o == 0 else (f"+{o}" if o > 0 else str(o))  # noqa: E731
+        program = (f"#query P({hv}, T).\nQ({vs}, T) :- E({vs}, T{off(o1)}).\n"
+                   f"P({hv}, T) :- Q({vs}, T{off(o2)}), not F(X0, T).\n")
+        try:
+            compile_program(program, "l.tdl")
+        except ProgramError as e:  # refused alike: every executor compiles the same way
+            assert "offsets add up" in e.message, e.message
+            return
+        tmp = tmp_path_factory.mktemp("lim")
+        rows = [{"tick": t, "fact": "E(" + ", ".join(f"c{(i + k) % 3}" for i in range(n)) +
+                 f", {t})"} for t, k in sorted(facts)]
+        rows += [{"tick": 2, "fact": "F(c0, 2)"}]
+        prog, stream = _write(tmp, rows, program)
+        # (--until: a horizon of 10^18 ticks is run to its end otherwise, tick by tick)
+        args = ["run", prog, "--stream", stream, "--format", "jsonl", "--all", "--all-queries",
+                "--until", "5"]
+        ref = _cli(*args, "--engine", "row")
+        for eng in (("columnar", "--backend", "arrays"), ("columnar", "--backend", "polars")):
+            assert _cli(*args, "--engine", *eng) == ref, (program, eng)
+
+    check()
