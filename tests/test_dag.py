@@ -451,3 +451,43 @@ def test_keep_state_and_answers_bound_the_lake_and_refuse_reruns_below_it(hypo_d
     assert str(dr.state) == "failed" and ti_states(dr)["tick"] == "failed"
     assert "tick 1 cannot run now: S_0" in caplog.text and "re-run from tick 0" in caplog.text
     reset_runs()
+
+
+SETTINGS = ["HYPO_RETRIES", "HYPO_TICK_UNIT", "HYPO_SLICE_POKE", "HYPO_SLICE_TIMEOUT",
+            "HYPO_EPOCH", "HYPO_KEEP_STATE", "HYPO_KEEP_ANSWERS", "HYPO_RETAIN_HOURS",
+            "HYPO_RETRY_DELAY", "HYPO_MAX_RETRY_DELAY", "HYPO_TICK_TIMEOUT",
+            "HYPO_REPORT_TICKS", "HYPO_CONFIDENCE"]
+
+
+def test_random_settings_import_or_fail_in_one_line(hypo_dag, monkeypatch):
+    """Issue 44's fuzz, bad settings: any text in any setting the DAG reads at parse time
+    imports, or fails with one line naming the variable and its value (no traceback from
+    inside int(), timedelta or datetime)."""
+    import importlib.util
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    values = st.one_of(st.text(max_size=30), st.from_regex(r"-?[0-9]{1,25}[smhdw]?", fullmatch=True),
+                       st.sampled_from(["", " ", "0", "-0", "1e3", "inf", "nan", "0x10", "1_000",
+                                        "٣", "2026-13-01T00:00:00Z", "10000000000d"]))
+
+    @settings(max_examples=120, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(SETTINGS), values)
+    def check(var, value):
+        if "\x00" in value:
+            return  # (an environment value cannot hold NUL)
+        monkeypatch.setenv(var, value)
+        spec = importlib.util.spec_from_file_location("hypo_ticks_fuzz", DAGS / "hypo_ticks.py")
+        m = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(m)
+        except ValueError as e:
+            msg = str(e)
+            assert type(e) is ValueError and "\n" not in msg, (var, value, msg)
+            assert msg.startswith(f"{var}: "), (var, value, msg)
+        finally:
+            monkeypatch.delenv(var)
+
+    check()
