@@ -133,6 +133,9 @@ def _const(value, kind: Optional[str]) -> tuple:
     return int(value), False, kind
 
 
+MEMO_ROWS = 4096  # a literal's column is memoised up to this height
+
+
 def _lit_ex(value, kind: Optional[str] = None) -> Ex:
     s, isnull, k = _const(value, kind)
     dt = _DT[k]
@@ -141,8 +144,10 @@ def _lit_ex(value, kind: Optional[str] = None) -> Ex:
     def f(fr):
         n = fr.n
         if memo[0] != n:
-            memo[0], memo[1] = n, Col(np.full(n, s, dtype=dt),
-                                      np.ones(n, bool) if isnull else None, k)
+            col = Col(np.full(n, s, dtype=dt), np.ones(n, bool) if isnull else None, k)
+            if n > MEMO_ROWS:
+                return col  # (a cached literal keeps no tall column: ArraysBackend.lit)
+            memo[0], memo[1] = n, col
         return memo[1]
     ex = Ex(f, "literal")
     if not isnull and k != NULL:
