@@ -107,8 +107,6 @@ def _file_problems(L: Lake, kind: str, dt, deep: bool = False) -> tuple[list[Pro
 def _change_data_problems(path: str, deep: bool) -> list[Problem]:
     """The change data files the kept commits of the `current` table name (its feed, which
     `hypo lake changes` reads): present, the recorded size, readable Parquet."""
-    import json
-
     out = []
     logdir = os.path.join(path, "_delta_log")
     for name in sorted(os.listdir(logdir)):
@@ -252,7 +250,11 @@ def verify(lake: str, deep: bool = False) -> dict:
     problems += _program_problems(L)
     heads = {}
     checked = {}
-    for kind in TABLES:
+    # with the change feed's table (issue 43.3) when the lake has one: derived from the
+    # answers, so its damage loses no answer, but `hypo lake changes` and every tick's
+    # catch-up read it
+    feed = ("current",) if delta.is_table(L.path("current")) else ()
+    for kind in TABLES + feed:
         path = L.path(kind)
         if not os.path.isdir(path):
             problems.append(Problem(damage.label(path), None, damage.rel(path, path),
@@ -266,28 +268,13 @@ def verify(lake: str, deep: bool = False) -> dict:
             dt = delta.open_table(path)
         except LakeError as e:
             problems.append(Problem(damage.label(path), None, damage.rel(path, path), str(e),
+                                    _file_todo(kind, {}) if kind == "current" else
                                     "restore the table's _delta_log from a backup"))
             continue
         heads[kind] = dt
         fp, n = _file_problems(L, kind, dt, deep)
-        problems += fp
+        problems += fp + (_change_data_problems(path, deep) if kind == "current" else [])
         checked[damage.label(path)] = {"version": dt.version(), "files": n}
-    # the change feed's table (issue 43.3), when the lake has one: derived from the answers,
-    # so its damage loses no answer, but `hypo lake changes` and every tick's catch-up read it
-    cur = L.path("current")
-    if delta.is_table(cur):
-        logp = damage.log_problems(cur)
-        problems += logp
-        if not logp:
-            try:
-                dt = delta.open_table(cur)
-                fp, n = _file_problems(L, "current", dt, deep)
-                problems += fp + _change_data_problems(cur, deep)
-                checked[damage.label(cur)] = {"version": dt.version(), "files": n}
-            except LakeError as e:
-                problems.append(Problem(damage.label(cur), None, damage.rel(cur, cur), str(e),
-                                        _file_todo("current", {})))
-
     if "ticks" in heads and not any(p.table == "_hypo/ticks" for p in problems):
         try:
             problems += _tick_problems(L, heads)
