@@ -136,7 +136,12 @@ def test_lake_report_shows_calibration_and_the_arrival_model(tmp_path):
     d = lake_report(lake)
     assert d.calibration and all(0.0 <= c <= 1.0 and y in (0.0, 1.0) for c, y in d.calibration)
     assert d.arrival_model and d.arrival_model[0]["pred"] == "Hot"
-    assert any(v not in (None, 1.0) for v in d.first_confidence.values())
+    lcs = d.lifecycles.all
+    # the turbines' OK answers are pending, then definite: announced definite, confidence 1
+    # (their confidences while pending are the calibration's announcements)
+    assert any(c < 1.0 for c, _ in d.calibration)
+    assert all(lc.confidence == 1.0 for lc in lcs if lc.first_status == "definite")
+    assert d.calibration_answers and sum(d.calibration_answers.values()) > 0
     html = render(d)
     assert 'id="brier"' in html and "<h2>Confidence</h2>" in html
     plain = str(tmp_path / "plain")

@@ -140,6 +140,17 @@ CHECK = """(() => {
     quality_rows: q('table.quality tbody tr'),
     scripts: q('script'),
     counts_width: document.querySelector('svg#counts').getBoundingClientRect().width,
+    // issue 44: no SVG text (labels, legends, axis titles) drawn outside its picture, no
+    // table wider than the page's column, every axis titled
+    texts_outside: [...document.querySelectorAll('svg text')].filter(t => {
+      const s = t.ownerSVGElement.getBoundingClientRect(), b = t.getBoundingClientRect();
+      return b.left < s.left - 1 || b.right > s.right + 1 || b.top < s.top - 1
+             || b.bottom > s.bottom + 1;
+    }).map(t => t.textContent),
+    widest_table: Math.max(0, ...[...document.querySelectorAll('table')].map(
+      t => t.getBoundingClientRect().width)),
+    body_width: document.body.getBoundingClientRect().width,
+    axis_titles: q('svg text.axt'),
     timeline_height: document.querySelector('svg#timeline').getBoundingClientRect().height,
     text: document.body.innerText,
   };
@@ -197,7 +208,10 @@ def _assert_clean(got: dict, happened: dict, path: str):
     assert happened["exceptions"] == [] and happened["dialogs"] == []
     assert got["scripts"] == 0
     assert BAD in got["text"]  # shown as text
-    assert got["counts_series"] == 5 and got["counts_width"] > 500
+    assert got["counts_series"] == 6 and got["counts_width"] > 500
+    assert got["texts_outside"] == [], got["texts_outside"]
+    assert got["widest_table"] <= got["body_width"] + 1, (got["widest_table"], got["body_width"])
+    assert got["axis_titles"] >= 6  # x and y of the counts, timeline and histogram
     assert got["timeline_bars"] >= 3 and got["timeline_height"] > 40
     assert got["refuted_bars"] >= 1 and got["confirmed_bars"] >= 1 and got["deadlines"] >= 1
     assert got["histogram_bars"] >= 1 and got["slowest_rows"] >= 3
@@ -257,8 +271,10 @@ def test_lake_report_renders_offline_in_chromium(small_lake, tmp_path):
     assert "report of ticks 0..7" in out and "refuted" in out
     got, happened = open_report(path)
     _assert_clean(got, happened, path)
-    assert got["quality_rows"] == 8 and "unknown_predicate 1" in got["text"]
-    assert "9/9 passed" in got["text"]  # the GX suite of a slice
+    # ticks 0, 1 (a row quarantined), 2..3 (nothing quarantined, the suite passed: one row,
+    # counts summed), 4..7 (no facts, no suite)
+    assert got["quality_rows"] == 4 and "1 × unknown_predicate" in got["text"]
+    assert "9/9 passed" in got["text"] and "18/18 passed" in got["text"]  # GX per slice
     assert "Shdn(X, T+1) :- Cool(X, T), Flag(X, T+1)." in got["text"]  # the program
 
 
@@ -286,4 +302,4 @@ def test_hypo_run_confidence_report_renders_offline_in_chromium(tmp_path):
     _assert_clean(got, happened, path)
     assert got["reliability_points"] > 0
     assert "Brier score" in got["text"] and "P(arrives)" in got["text"]
-    assert "confidence (announced)" in got["text"]
+    assert "confidence when announced" in got["text"]

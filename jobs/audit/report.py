@@ -138,7 +138,7 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         if cal is not None:
             for r in objs:
                 if r["confidence"] is not None:
-                    cal.observe(t, (r["query"], r["substitution"]), r["atom"], r["status"],
+                    cal.observe(t, (r["query"], r["substitution"]), r["status"],
                                 r["confidence"])
     quality, quarantined = _quality(L, done, ticks)
     notes = []
@@ -168,7 +168,7 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         notes=notes)
     if cal is not None:  # a lake made with --confidence (jobs/tick/confidence.py)
         d.calibration = cal.records(end)
-        d.first_confidence = cal.first
+        d.calibration_answers = cal.answers(end)
         d.arrival_model = _arrival_model(L, done, end, L.state_from(log))
     return d
 

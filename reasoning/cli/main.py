@@ -110,7 +110,7 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
             objs = sess.objects(False, True, False)
             if pruner is not None:
                 objs = pruner.shown(objs)
-                rep_data.confidences(tau, objs, pruner.conf.of)
+                objs = rep_data.confidences(tau, objs, pruner.conf.of)
             rep_data.tick(tau, len(sl), rep.duplicates, objs)
         if rep.duplicate_facts:
             for f, line in _duplicate_lines(sl.entries(), rep.duplicate_facts):

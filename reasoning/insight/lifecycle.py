@@ -11,6 +11,15 @@ Per answer it records
 
 and per tick the counts of definite, hypothetical and pending answers and of refutations.
 
+A pending answer (no evidence yet, shown with `--all` only) is not announced: it starts no
+lifecycle.  It is counted apart, so that every answer the run saw is counted once: one that
+becomes hypothetical or definite starts its lifecycle then (`pending_since` keeps the tick
+it was first pending); one gone while still pending is `refuted while pending`
+(`pending_refuted`, per tick and in all); one still pending at the end is `still pending`
+(`pending_open`).  An announced answer shown as pending later is still that lifecycle.
+With `--confidence`, an object's `confidence` at the tick its answer is announced is the
+lifecycle's `confidence` (1 for an answer definite at once).
+
 An answer's identity is `explain.answer_key` — query, bound substitution and the exclusions
 of its object variables (a time variable's are time constraints, like its floor) —
 the identity of `hypo run`'s text view, `--changes` and the DAG's publish task: an answer
@@ -40,6 +49,8 @@ class Lifecycle:
     decided: Optional[int] = None
     outcome: str = OPEN
     deadline: Optional[int] = None
+    confidence: Optional[float] = None  # the object's confidence when announced (--confidence)
+    pending_since: Optional[int] = None  # first tick pending, when pending before announced
 
     @property
     def gained(self) -> Optional[int]:
@@ -61,6 +72,7 @@ class TickCounts:
     refuted: int = 0
     confirmed: int = 0  # answers announced as hypothetical earlier that became definite now
     announced: int = 0  # answers announced for the first time at this tick
+    pending_refuted: int = 0  # pending answers, never announced, gone at this tick
 
 
 @dataclass
@@ -75,6 +87,8 @@ class Lifecycles:
     last_tick: Optional[int] = None
     _open: dict = field(default_factory=dict)  # key -> Lifecycle
     _confirmed: set = field(default_factory=set)
+    _pending: dict = field(default_factory=dict)  # key -> first tick, never announced yet
+    pending_refuted: int = 0  # pending answers gone without having been announced
 
     def observe(self, tick: int, objs: Iterable[dict]) -> TickCounts:
         if self.last_tick is not None and tick <= self.last_tick:
@@ -102,9 +116,14 @@ class Lifecycles:
                 elif st == "hypothetical":
                     lc.deadline = o.get("deadline")
                 continue
-            if st == "pending" or k in self._confirmed:
+            if k in self._confirmed:
                 continue
-            lc = Lifecycle(self.label(o), tick, st, tick, deadline=o.get("deadline"))
+            if st == "pending":
+                self._pending.setdefault(k, tick)
+                continue
+            lc = Lifecycle(self.label(o), tick, st, tick, deadline=o.get("deadline"),
+                           confidence=o.get("confidence"),
+                           pending_since=self._pending.pop(k, None))
             self.all.append(lc)
             c.announced += 1
             if st == "definite":
@@ -118,6 +137,10 @@ class Lifecycles:
             lc.decided = (prev + 1) if prev is not None else tick
             lc.outcome = REFUTED
             c.refuted += 1
+        for k in [k for k in self._pending if k not in seen]:
+            del self._pending[k]
+            c.pending_refuted += 1
+        self.pending_refuted += c.pending_refuted
         self.ticks.append(c)
         return c
 
@@ -131,6 +154,11 @@ class Lifecycles:
         for lc in self.all:
             out[lc.outcome] += 1
         return out
+
+    @property
+    def pending_open(self) -> int:
+        """Pending answers never announced and still there at the last tick."""
+        return len(self._pending)
 
     def gained(self) -> list[int]:
         return [lc.gained for lc in self.all if lc.outcome == CONFIRMED]
@@ -180,15 +208,22 @@ class Calibration:
         self.recs: list = []  # (answer, confidence, tick)
         self.definite_at: dict = {}  # answer -> first tick definite
         self.last_seen: dict = {}
-        self.first: dict = {}  # label -> confidence at first announcement
 
-    def observe(self, tick: int, key, label: str, status: str, confidence: float) -> None:
+    def observe(self, tick: int, key, status: str, confidence: float) -> None:
         if status == "definite":
             self.definite_at.setdefault(key, tick)
             return
         self.recs.append((key, confidence, tick))
         self.last_seen[key] = tick
-        self.first.setdefault(label, round(confidence, 3))
+
+    def answers(self, last: int) -> dict:
+        """The answers behind the announcements (each counted once, by query and
+        substitution): how many became definite, were refuted, are still open."""
+        out = {CONFIRMED: 0, REFUTED: 0, OPEN: 0}
+        for k, t in self.last_seen.items():
+            out[CONFIRMED if self.definite_at.get(k, -1) >= t else REFUTED if t < last
+                else OPEN] += 1
+        return out
 
     def records(self, last: int) -> list[tuple[float, float]]:
         """(announced confidence, 1.0 confirmed | 0.0 refuted) of decided announcements."""

@@ -5,7 +5,27 @@ from __future__ import annotations
 import json
 import os
 
-from reasoning.semantics.explain import DEFINITE, format_atom_answer
+from reasoning.semantics.explain import DEFINITE
+
+
+def reason_head(reason: str, limit: int = 80) -> str:
+    """What a rejection's reason says before its details (the first ':' outside brackets:
+    `late: arrived at tick 13 …` → `late`), cut at a word with '…' past `limit` characters:
+    the per-tick reasons of the report."""
+    depth = 0
+    for i, c in enumerate(reason):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == ":" and depth <= 0:
+            reason = reason[:i]
+            break
+    reason = reason.strip()
+    if len(reason) > limit:
+        cut = reason.rfind(" ", 0, limit)
+        reason = reason[:cut if cut > limit // 2 else limit].rstrip(" ,;(") + "…"
+    return reason
 
 
 class RunReport:
@@ -21,17 +41,21 @@ class RunReport:
         self.no_tick = 0
         self.calibration = None  # lifecycle.Calibration with --confidence
 
-    def confidences(self, tau: int, objs: list, conf) -> None:
-        """--confidence: each announcement's confidence and each answer's outcome."""
+    def confidences(self, tau: int, objs: list, conf) -> list:
+        """--confidence: each announcement's confidence and each answer's outcome; returns
+        the objects with their `confidence` (for `tick`: an answer's confidence when announced)."""
         from reasoning.insight.lifecycle import Calibration
 
         if self.calibration is None:
             self.calibration = Calibration()
+        out = []
         for o in objs:
+            c = 1.0 if o["status"] == DEFINITE else conf(o)
             self.calibration.observe(
                 tau, (o["query"], json.dumps(o["substitution"], sort_keys=True)),
-                format_atom_answer(o), o["status"],
-                1.0 if o["status"] == DEFINITE else conf(o))
+                o["status"], c)
+            out.append({**o, "confidence": c})
+        return out
 
     def _q(self, tick: int) -> dict:
         return self.quality.setdefault(tick, {"tick": tick, "facts": 0, "accepted": 0,
@@ -44,7 +68,7 @@ class RunReport:
         q = self._q(r.tick)
         q["facts"] += 1
         q["quarantined"] += 1
-        why = r.reason.split(":")[0][:60]
+        why = reason_head(r.reason)
         q["reasons"][why] = q["reasons"].get(why, 0) + 1
 
     def tick(self, tau: int, n_facts: int, duplicates: int, objs: list) -> None:
@@ -78,6 +102,6 @@ class RunReport:
             program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
         if pruner is not None and self.args.confidence and self.calibration is not None:
             d.calibration = self.calibration.records(last)
-            d.first_confidence = self.calibration.first
+            d.calibration_answers = self.calibration.answers(last)
             d.arrival_model = pruner.conf.model.summary()
         write(self.args.report, render(d))
