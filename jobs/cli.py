@@ -336,8 +336,9 @@ def _report(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
         path = os.path.join(L.root, "reports", f"ticks={args.start or 0}-{end}.html")
     r = write_report(lake, path, args.start, args.end)
     out.write(f"report of ticks {r['start']}..{r['end']}: {r['answers']} answer(s) "
-              f"({r['confirmed']} confirmed, {r['refuted']} refuted, {r['open']} open), "
-              f"{r['bytes']} bytes -> {r['path']}\n")
+              f"({r['confirmed']} confirmed, {r['refuted']} refuted, {r['open']} open; pending, "
+              f"never announced: {r['pending_refuted']} refuted while pending, "
+              f"{r['pending_open']} still pending), {r['bytes']} bytes -> {r['path']}\n")
     return 0
 
 

@@ -268,7 +268,7 @@ def test_lake_report_renders_offline_in_chromium(small_lake, tmp_path):
     path = str(tmp_path / "r.html")
     rc, out, err = hypo("lake", "--lake", lake, "report", "--out", path)
     assert rc == 0, err
-    assert "report of ticks 0..7" in out and "refuted" in out
+    assert "report of ticks 0..7" in out and "refuted while pending" in out
     got, happened = open_report(path)
     _assert_clean(got, happened, path)
     # ticks 0, 1 (a row quarantined), 2..3 (nothing quarantined, the suite passed: one row,

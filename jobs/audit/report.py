@@ -168,7 +168,6 @@ def lake_report(lake: Optional[str], start: Optional[int] = None,
         notes=notes)
     if cal is not None:  # a lake made with --confidence (jobs/tick/confidence.py)
         d.calibration = cal.records(end)
-        d.calibration_answers = cal.answers(end)
         d.arrival_model = _arrival_model(L, done, end, L.state_from(log))
     return d
 
@@ -198,7 +197,9 @@ def write_report(lake: Optional[str], out: str, start: Optional[int] = None,
     write(out, html)
     oc = d.lifecycles.outcomes()
     return {"path": os.path.abspath(out), "start": d.start, "end": d.end, "bytes": len(html),
-            "answers": len(d.lifecycles.all), **oc}
+            "answers": len(d.lifecycles.all), **oc,
+            "pending_refuted": d.lifecycles.pending_refuted,
+            "pending_open": d.lifecycles.pending_open}
 
 
 REPORT_WINDOW = 500  # ticks in the DAG's report of a tick (HYPO_REPORT_TICKS)

@@ -216,15 +216,6 @@ class Calibration:
         self.recs.append((key, confidence, tick))
         self.last_seen[key] = tick
 
-    def answers(self, last: int) -> dict:
-        """The answers behind the announcements (each counted once, by query and
-        substitution): how many became definite, were refuted, are still open."""
-        out = {CONFIRMED: 0, REFUTED: 0, OPEN: 0}
-        for k, t in self.last_seen.items():
-            out[CONFIRMED if self.definite_at.get(k, -1) >= t else REFUTED if t < last
-                else OPEN] += 1
-        return out
-
     def records(self, last: int) -> list[tuple[float, float]]:
         """(announced confidence, 1.0 confirmed | 0.0 refuted) of decided announcements."""
         return [(c, 1.0 if self.definite_at.get(k, -1) >= t else 0.0)

@@ -89,7 +89,6 @@ class ReportData:
     current_versions: Optional[dict] = None  # table -> latest version
     notes: list = field(default_factory=list)
     calibration: Optional[list] = None  # (announced confidence, 1 confirmed | 0 refuted)
-    calibration_answers: Optional[dict] = None  # Calibration.answers: outcome -> answers
     arrival_model: Optional[list] = None  # confidence.ArrivalModel.summary()
     generated: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
                            .isoformat(timespec="seconds"))
@@ -178,7 +177,7 @@ def counts_svg(d: ReportData) -> str:
         out.append(f'<polyline class="series" data-series="{s}" points="{pts}" fill="none" '
                    f'stroke="{COLORS[s]}" stroke-width="2"{dash}>'
                    f'<title>{esc(legend[s])}</title></polyline>')
-        if len(xs) <= 60:
+        if len(xs) <= 60 and s not in flat:
             for t, v in zip(xs, series[s]):
                 out.append(f'<circle cx="{xof(t):.1f}" cy="{yof(v) + dy:.1f}" r="2.5" '
                            f'fill="{COLORS[s]}"><title>tick {t}: {v} {esc(name)}</title></circle>')
@@ -329,24 +328,21 @@ def _confidence_section(d: ReportData) -> list:
     n = len(d.calibration or [])
     rate = sum(y for _, y in d.calibration) / n if n else 0.0
     base = rate * (1 - rate)
-    ca = d.calibration_answers
+    yes = int(sum(y for _, y in d.calibration or []))
     shown = sum(c.hypothetical + c.pending for c in d.lifecycles.ticks)
-    ticks = (f" (of the {shown} hypothetical and pending answer-ticks plotted above; the "
-             f"others belong to answers still open at the end)" if n <= shown else "")
-    of = "" if ca is None else (
-        f' of <span id="cal-answers">{ca[CONFIRMED] + ca[REFUTED]}</span> decided answer(s) '
-        f'— an answer counts once per tick it was shown —: {ca[CONFIRMED]} became definite, '
-        f'{ca[REFUTED]} were refuted (above: refuted, or refuted while pending if never '
-        f'announced), {ca[OPEN]} still open are left out; here an answer is its query and '
-        f'substitution, so one whose exclusions changed (X ∉ {{a}} → X ∉ {{a, b}}) is one '
-        f'answer here and one per set of exclusions above')
+    of = (f" of the {shown} hypothetical and pending answer-ticks plotted above (the others: "
+          f"answers still open at the end)" if n <= shown else "")
     parts = ["<h2>Confidence</h2>",
              f'<p class=note>each announcement of a hypothetical or pending answer of the main '
-             f'query with its confidence (hypo run --confidence, or a lake made with --confidence: '
-             f'docs/confidence.md) against '
-             f'its outcome (confirmed: the same query and substitution became definite; open '
-             f'answers left out): <span id="cal-n">{n}</span> announcement(s){ticks}{of}; '
-             f'observed rate {rate:.3f} (of the announcements), Brier score '
+             f'query — one per answer and tick it is shown — with its confidence (hypo run '
+             f'--confidence, or a lake made with --confidence: docs/confidence.md) against its '
+             f'outcome (confirmed: the same query and substitution became definite then or '
+             f'later; announcements of answers still open are left out): '
+             f'<span id="cal-n">{n}</span> announcement(s){of}: <span id="cal-yes">{yes}</span> '
+             f'confirmed, <span id="cal-no">{n - yes}</span> not (announcements of the answers '
+             f'counted above as refuted or refuted while pending; an answer whose exclusions '
+             f'grew, X ∉ {{a}} → X ∉ {{a, b}}, before it became definite is confirmed here and '
+             f'refuted above, as --changes shows it); observed rate {rate:.3f}, Brier score '
              f'<b id="brier">{brier:.4f}</b> (the constant base rate scores {base:.4f}); the '
              f'dashed diagonal is perfect calibration.</p>']
     if rows:

@@ -102,6 +102,5 @@ class RunReport:
             program_file=self.args.program, query=str(self.cp.main.atom), notes=notes)
         if pruner is not None and self.args.confidence and self.calibration is not None:
             d.calibration = self.calibration.records(last)
-            d.calibration_answers = self.calibration.answers(last)
             d.arrival_model = pruner.conf.model.summary()
         write(self.args.report, render(d))
