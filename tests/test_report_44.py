@@ -335,3 +335,15 @@ def test_reason_head_is_the_reason_before_its_details():
     long = reason_head("expected a time term (natural number, variable, or T+k) as the last "
                        "argument of temporal predicate Hot/3 at column 14")
     assert len(long) <= 81 and long.endswith("…") and not long.endswith(" …")
+
+
+def test_the_x_axis_says_where_it_begins():
+    from reasoning.insight.report import _xaxis
+
+    def labels(start, end):
+        return [int(v) for v in re.findall(r'class="tl">(\d+)</text>',
+                                           "".join(_xaxis(0, 500, 10, start, end, float)))]
+
+    assert labels(1, 49) == [1, 10, 20, 30, 40]  # was 10..40: where does it begin?
+    assert labels(0, 107) == [0, 20, 40, 60, 80, 100]
+    assert labels(9, 49)[:2] == [10, 20]  # 9 and 10 would overlap: the round one only

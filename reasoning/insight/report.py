@@ -105,15 +105,18 @@ def _nice_step(span: float, target: int = 8) -> int:
 
 
 def _xaxis(x0, x1, y, start, end, xof) -> list[str]:
+    """The x axis from tick `start` to `end`: ticks at round steps, and `start` itself
+    unless a round tick is closer to it than half a step (the axis says where it begins)."""
     out = [f'<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" class="axis"/>']
     step = _nice_step(end + 1 - start)
-    t = start - start % step if start % step else start
-    while t <= end:
-        if t >= start:
-            x = xof(t)
-            out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" class="axis"/>'
-                       f'<text x="{x:.1f}" y="{y + 15}" class="tl">{t}</text>')
-        t += step
+    first = start - start % step + (step if start % step else 0)
+    ticks = list(range(first, end + 1, step))
+    if start not in ticks and (not ticks or ticks[0] - start >= step / 2):
+        ticks.insert(0, start)
+    for t in ticks:
+        x = xof(t)
+        out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" class="axis"/>'
+                   f'<text x="{x:.1f}" y="{y + 15}" class="tl">{t}</text>')
     return out
 
 
@@ -424,7 +427,7 @@ table.quality td{max-width:320px}
 svg text{font-family:sans-serif;font-size:11px;fill:#222}
 svg .tl{text-anchor:middle} svg .yl{text-anchor:end} svg .lg{font-size:12px}
 svg .axis{stroke:#444} svg .grid{stroke:#e5e5e5} svg .axt{font-size:12px;fill:#444}
-.kpi{margin:6px 0} .kpi span{display:inline-block;margin:0 4px}
+.kpi{margin:6px 0} .kpi span{display:inline-block;margin:0 4px} .kpi span.sep{margin-left:28px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
 """
 
@@ -444,7 +447,8 @@ def _header_counts(lcs, gained: list) -> str:
     n_pend = lcs.pending_refuted + lcs.pending_open
     line1 = ('<p class="kpi">' + _kpi("announced", "answers announced", len(lcs.all)) + " = "
              + " + ".join(_kpi(k, k, oc[k], COLORS[k]) for k in (CONFIRMED, REFUTED, OPEN))
-             + (f"<span>median ticks gained: <b>{med}</b></span>" if med is not None else "")
+             + (f'<span class="sep">median ticks gained: <b>{med}</b></span>'
+                if med is not None else "")
              + "</p>")
     line2 = ('<p class="kpi">' + _kpi("never-announced", "pending answers never announced",
                                       n_pend) + " = "
