@@ -99,6 +99,15 @@ def _table(L: Lake) -> Optional[DeltaTable]:
     return delta.open_table(path)
 
 
+def readable(L: Lake) -> None:
+    """Refuse a tick before it writes anything if the change feed's table cannot be read
+    (LakeDamaged naming the table, version and file): its merge runs after the tick's `done`,
+    where a damaged log would fail a command that had already committed the tick."""
+    dt = _table(L)
+    if dt is not None:
+        last_tick(dt)
+
+
 def last_tick(dt: DeltaTable) -> int:
     """The newest tick the table was brought up to (the `tick` of its newest commit that has
     one: a VACUUM commits too), -1: none."""

@@ -604,6 +604,7 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     log = lake.ticks_log() if log is None else log
     done = lake.done(log)
     tables_reach_the_log(lake, ctx.tables, done, tau)
+    current.readable(lake)
     prev_v, prev_files = _prev_state(ctx, done, log)
     facts_files, bad_files = _facts_files(ctx)
     prev_rows, fact_rows = _rows_of(prev_files), _rows_of(facts_files)
@@ -684,6 +685,7 @@ def run_quiet_stretch(lake: Lake, first: int, last: int, start: int) -> dict:
     done = lake.done()
     preflight(lake, first, done, needs_state=False)  # replayed from ∅
     tables_reach_the_log(lake, tables, done, last)
+    current.readable(lake)
     lake.log(last, run, "start", facts_version=versions["facts"], prev_state_version=-1)
     eng = Engine(cp)
     eng.tau = start - 1
