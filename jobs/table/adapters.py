@@ -91,8 +91,8 @@ class SparkIO:
     def read(self, files: list[str], kind: str):
         ddl = spark_ddl(kind, with_partitions=False)
         if not files:
-            return self.spark.createDataFrame([], ddl)
-        return self.spark.read.schema(ddl).parquet(*files)
+            return self.B.one(self.spark.createDataFrame([], ddl))
+        return self.B.one(self.spark.read.schema(ddl).parquet(*files))
 
     def checkpoint(self, df):
         """Lazy: the first job that reads the frame computes it once (no job of its own)."""

@@ -315,7 +315,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         from jobs.tick.spark import tick_partitions
 
         io = SparkIO(SparkBackend(spark()))
-        tick_partitions(io.spark, ctx.input_rows)
+        io.B.single = tick_partitions(io.spark, ctx.input_rows) == 1
         jobs = JobCount(io.B.spark)
     else:
         io = LocalIO(resources.usable_cpus())

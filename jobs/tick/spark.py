@@ -256,15 +256,31 @@ def session(master: Optional[str] = None, shuffle_partitions: Optional[int] = No
          .config("spark.python.worker.reuse", "true")
          .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
          .config("spark.executorEnv.GX_ANALYTICS_ENABLED", "false"))
-    for kv in filter(None, os.environ.get("HYPO_SPARK_CONF", "").split(",")):
-        k, _, v = kv.partition("=")
-        b = b.config(k.strip(), v.strip())
+    for k, v in _user_conf().items():
+        b = b.config(k, v)
     with _jvm_stderr_filtered():
         spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
         ship_code(spark)
     return spark
+
+
+def _user_conf() -> dict[str, str]:
+    """The Spark settings of HYPO_SPARK_CONF (k=v,k=v)."""
+    out = {}
+    for kv in filter(None, os.environ.get("HYPO_SPARK_CONF", "").split(",")):
+        k, _, v = kv.partition("=")
+        out[k.strip()] = v.strip()
+    return out
+
+
+_SINGLE_CONF = (("spark.sql.defaultSizeInBytes", "1", str(2 ** 63 - 1)),
+                ("spark.sql.sources.fileCompressionFactor", "1e-15", "1.0"),
+                # a small tick's rows are few: compiling Java for each operator (its literals,
+                # the tick among them, change every tick) costs more than interpreting them
+                ("spark.sql.codegen.wholeStage", "false", "true"),
+                ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"))
 
 
 def tick_partitions(spark, rows: int) -> int:
@@ -276,6 +292,19 @@ def tick_partitions(spark, rows: int) -> int:
               or os.environ.get("HYPO_SPARK_SHUFFLE_PARTITIONS", "4"))
     n = max(1, min(top, -(-rows // ROWS_PER_PARTITION)))
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    # One partition (the plan then coalesces its inputs and keeps every frame in one
+    # partition: jobs/tick/spark_plan.py, `single`): Spark plans no exchange between such
+    # frames only if its size estimates are under spark.sql.maxSinglePartitionBytes — and the
+    # estimate of a join is the product of its sides' (a checkpoint's or an RDD's is
+    # Long.MaxValue by default): estimates of 1 byte keep every product small.  (Settings a
+    # user gives in HYPO_SPARK_CONF win.)
+    mine = _user_conf()
+    for k, one, many in _SINGLE_CONF:
+        if k not in mine:
+            try:
+                spark.conf.set(k, one if n == 1 else many)
+            except Exception:  # noqa: BLE001 — a server that refuses a setting: only slower
+                pass
     return n
 
 

@@ -9,6 +9,10 @@ Expressions are SQL text (class X, with Python operators) rather than PySpark Co
 objects: a Column is a JVM object and every operator on it a round trip to the JVM
 (~29 000 per tick of Example 13, 30 s); SQL text crosses once per DataFrame operation.
 
+One partition: a tick of few rows (jobs/tick/spark.py, `tick_partitions`) sets `single`: its
+inputs are coalesced to one partition, and so is every join, aggregate and union, so Spark
+plans no exchange at all — each job of the tick is one stage of one task, not ~25 stages.
+
 Emptiness: `is_empty` is exact for frames built on the driver and answers "maybe not empty"
 otherwise, which the plan treats as "do the work" (an empty input gives an empty output);
 where the plan needs the truth it asks `exists`.
@@ -119,6 +123,12 @@ class SparkBackend:
         self._sizes: dict = {}
         self._lam = 0
         self.actions = 0
+        self.single = False
+
+    def one(self, df):
+        """In single-partition mode, the frame as one partition without a shuffle (a
+        coalesce): Spark then plans no exchange for any later join, aggregate or sort."""
+        return df.coalesce(1) if self.single else df
 
     def begin_tick(self) -> None:
         """Forget the sizes recorded during the previous tick (and the frames they pin)."""
@@ -312,7 +322,7 @@ class SparkBackend:
         return out
 
     def empty(self, schema: dict[str, str]):
-        return self._known(self.spark.createDataFrame([], self._ddl(schema)), 0)
+        return self._known(self.one(self.spark.createDataFrame([], self._ddl(schema))), 0)
 
     def adopt(self, df):
         """The slice frames the tick job hands over are Spark DataFrames already."""
@@ -321,11 +331,12 @@ class SparkBackend:
     def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
         n = len(next(iter(cols.values()))) if cols else 0
         rows = [tuple(cols.get(k, [None] * n)[i] for k in schema) for i in range(n)]
-        return self._known(self.spark.createDataFrame(rows, self._ddl(schema)), n)
+        return self._known(self.one(self.spark.createDataFrame(rows, self._ddl(schema))), n)
 
     def from_rows(self, rows: list[dict], schema: dict[str, str]):
         data = [tuple(r.get(k) for k in schema) for r in rows]
-        return self._known(self.spark.createDataFrame(data, self._ddl(schema)), len(rows))
+        return self._known(self.one(self.spark.createDataFrame(data, self._ddl(schema))),
+                           len(rows))
 
     def rows(self, df) -> list[dict]:
         if self.is_empty(df):
@@ -419,25 +430,24 @@ class SparkBackend:
         F = self.F
         kind = {"inner": "inner", "left": "left", "semi": "left_semi", "anti": "left_anti"}
         if how == "cross" or (not left_on and how == "inner"):
-            return left.crossJoin(right)
+            return self.one(left.crossJoin(right))
         if not left_on:
             if how == "left":  # zero keys: the condition is true for every pair (each left
                 # row with every right row, or once with the right columns null if none)
-                return left.join(right, on=F.lit(True), how="left")
+                return self.one(left.join(right, on=F.lit(True), how="left"))
             if how == "semi":  # all or nothing of the left frame
                 return left if self.exists(right) else left.limit(0)
             if how == "anti":
                 return left.limit(0) if self.exists(right) else left
             raise ValueError(f"join type {how!r}")
         if all(isinstance(x, str) for x in left_on) and list(left_on) == list(right_on):
-            return left.join(right, on=list(left_on), how=kind[how])
+            return self.one(left.join(right, on=list(left_on), how=kind[how]))
         lt, rt = left.alias("_l"), right.alias("_r")
         conds = []
         for le, r in zip(left_on, right_on):
             ltxt = f"_l.`{le}`" if isinstance(le, str) else sql(le)
             conds.append(f"({ltxt} = _r.`{r}`)")
-        out = lt.join(rt, on=F.expr(" AND ".join(conds)), how=kind[how])
-        return out
+        return self.one(lt.join(rt, on=F.expr(" AND ".join(conds)), how=kind[how]))
 
     def concat(self, dfs: list, schema: Optional[dict] = None):
         dfs = [d for d in dfs if d is not None and not self.is_empty(d)]
@@ -446,10 +456,10 @@ class SparkBackend:
         out = dfs[0]
         for d in dfs[1:]:
             out = out.unionByName(d)
-        return out
+        return self.one(out) if len(dfs) > 1 else out
 
     def unique(self, df, subset: Optional[list] = None):
-        return df.dropDuplicates(subset) if subset else df.dropDuplicates()
+        return self.one(df.dropDuplicates(subset) if subset else df.dropDuplicates())
 
     def sort(self, df, cols: list):
         return df.orderBy(*cols)
@@ -463,7 +473,8 @@ class SparkBackend:
 
     def group_agg(self, df, keys: list, aggs: dict, scalar: bool = False):
         F = self.F
-        return df.groupBy(*keys).agg(*[F.expr(f"{sql(e)} AS `{n}`") for n, e in aggs.items()])
+        return self.one(df.groupBy(*keys).agg(*[F.expr(f"{sql(e)} AS `{n}`")
+                                                for n, e in aggs.items()]))
 
     def agg_any(self, e) -> X:
         return fn("bool_or", e)
@@ -485,8 +496,8 @@ class SparkBackend:
 
     def with_row_id(self, df, name: str):
         # the id must not change between the plan's uses of the frame: computed once
-        return df.withColumn(name, self.F.monotonically_increasing_id()).localCheckpoint(
-            eager=False)
+        return self.one(df.withColumn(name, self.F.monotonically_increasing_id())
+                        ).localCheckpoint(eager=False)
 
     def ordered_row_id(self, df, cols: list, name: str):
         """A row id ordered as the columns are (ties: an arbitrary but fixed order), as
@@ -494,8 +505,8 @@ class SparkBackend:
         columns and a unique number, compared field by field: a global sort would run a
         sampling job to choose its ranges."""
         items = ", ".join(f"'{c}', `{c}`" for c in cols)
-        return df.withColumn(name, self.F.expr(
-            f"named_struct({items}, '_n', monotonically_increasing_id())")).localCheckpoint(
+        return self.one(df.withColumn(name, self.F.expr(
+            f"named_struct({items}, '_n', monotonically_increasing_id())"))).localCheckpoint(
             eager=False)
 
     def materialize(self, df):
@@ -506,4 +517,4 @@ class SparkBackend:
         got = self._sizes.get(id(df))
         if got is not None and got[0] is df:
             return df
-        return df.localCheckpoint(eager=False)
+        return self.one(df).localCheckpoint(eager=False)
