@@ -258,6 +258,23 @@ def test_random_programs_equal_hypo_run(spark, tmp_path, seed, executor):
                           what=f"seed {seed}")
 
 
+@pytest.mark.parametrize("seed", [1, 5])
+def test_the_plan_over_several_partitions_equals_hypo_run(spark, tmp_path, monkeypatch, seed):
+    """A tick of more rows than one partition holds runs the plan with shuffles (no
+    one-partition mode, code generation on): here a partition holds 4 rows, so every tick of
+    these small streams takes that path — the same answers as `hypo run`."""
+    from jobs.tick import spark as spark_mod
+
+    monkeypatch.setattr(spark_mod, "ROWS_PER_PARTITION", 4)
+    text, rows = random_case(seed, n_devices=4, n_times=4)
+    prog = write_program(tmp_path, text)
+    stream = str(tmp_path / "s.jsonl")
+    write_jsonl(rows, stream)
+    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "B(X, T)", "spark",
+                          what=f"seed {seed}, several partitions")
+    assert spark_mod.tick_partitions(spark, 9) > 1  # the path taken: more than one
+
+
 # ------------------------------------------------------------------ reliability
 def test_backfill_gives_the_same_answers_and_tables(turbine, tmp_path):
     lake = copy_lake(turbine["lake"], str(tmp_path / "lake"))
