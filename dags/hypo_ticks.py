@@ -548,9 +548,11 @@ def hypo_ticks():
                 log.info("no report: HYPO_REPORT_TICKS=0")
             else:
                 log.info("report of ticks %d..%d (the last %d at most): %s (%d answers: %d "
-                         "confirmed, %d refuted, %d open; %d bytes)", r["start"], r["end"],
-                         report_window(), report, r["answers"], r["confirmed"], r["refuted"],
-                         r["open"], r["bytes"])
+                         "confirmed, %d refuted, %d open; pending, never announced: %d "
+                         "refuted while pending, %d still pending; %d bytes)", r["start"],
+                         r["end"], report_window(), report, r["answers"], r["confirmed"],
+                         r["refuted"], r["open"], r["pending_refuted"], r["pending_open"],
+                         r["bytes"])
         except Exception as e:  # noqa: BLE001
             log.warning("the report of tick %d could not be written: %s", tau, e)
         extra = {"lake": run["lake"], "tick": tau, "answers_version": t["answers_version"],
