@@ -159,7 +159,8 @@ def test_report_does_not_change_the_output(capsys, tmp_path):
     assert (rc, out, err) == (rc0, out0, err0)
     html = path.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and '<svg id="timeline"' in html
-    assert "confirmed: <b>1</b>" in html and "refuted: <b>4</b>" in html
+    assert ('confirmed: <b id="kpi-confirmed">1</b>' in html
+            and 'refuted: <b id="kpi-refuted">4</b>' in html)
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary file left
 
 
