@@ -8,7 +8,6 @@ ticks log's consistency with the state and answers tables.
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import json
 import os
