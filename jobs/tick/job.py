@@ -316,6 +316,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
 
         io = SparkIO(SparkBackend(spark()))
         io.B.single = tick_partitions(io.spark, ctx.input_rows) == 1
+        io.B.pin_call_site(f"hypo tick {tau}")  # the tick's RDDs, named without stack walks
         jobs = JobCount(io.B.spark)
     else:
         io = LocalIO(resources.usable_cpus())
@@ -446,12 +447,15 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         if io.name == "spark":
             counts["spark_jobs_on_driver"] = B.actions  # the plan's own probes of the data
             counts.update(jobs.counts())  # every job of the tick: reading, checks, plan, writes
+            io.B.release_call_site()
         return {"state_actions": state_actions, "answer_actions": answer_actions,
                 "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                 "state_digest": sdig, "answers_digest": adig}
     except BaseException:
         if beside is not None:
             beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
+        if io.name == "spark":
+            io.B.release_call_site()
         raise
 
 

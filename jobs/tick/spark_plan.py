@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
+import pyarrow as pa
+
 from reasoning.columnar.layout import BOOL, FLOAT, INT, INTLIST, OBJ, STRLIST
 
 _TYPES = {OBJ: "STRING", INT: "BIGINT", BOOL: "BOOLEAN", STRLIST: "ARRAY<STRING>",
           INTLIST: "ARRAY<BIGINT>", FLOAT: "DOUBLE"}
+_ARROW = {OBJ: pa.string(), INT: pa.int64(), BOOL: pa.bool_(), STRLIST: pa.list_(pa.string()),
+          INTLIST: pa.list_(pa.int64()), FLOAT: pa.float64()}
 _DDL = {OBJ: "string", INT: "bigint", BOOL: "boolean", STRLIST: "array<string>",
         INTLIST: "array<bigint>", FLOAT: "double"}
 
@@ -124,6 +128,11 @@ class SparkBackend:
         self._lam = 0
         self.actions = 0
         self.single = False
+        self._site = "hypo tick"
+        try:  # classic PySpark; a Spark Connect client has no SparkContext here
+            self._sc = spark.sparkContext._jsc.sc()
+        except Exception:  # noqa: BLE001
+            self._sc = None
 
     def one(self, df):
         """In single-partition mode, the frame as one partition without a shuffle (a
@@ -133,6 +142,35 @@ class SparkBackend:
     def begin_tick(self) -> None:
         """Forget the sizes recorded during the previous tick (and the frames they pin)."""
         self._sizes = {}
+        self.pin_call_site()
+
+    def pin_call_site(self, label: Optional[str] = None) -> None:
+        """Give the thread's Spark call site a fixed name ("hypo tick"): without one, Spark
+        walks the JVM stack for every RDD a checkpoint or an action creates
+        (Utils.getCallSite) — 40 % of the driver's work in a small tick.  PySpark's actions
+        set and then clear the short form (their jobs keep their Python line as a name), so
+        each action here pins it again; `release_call_site` clears both at the tick's end."""
+        if label is not None:
+            self._site = label
+        if self._sc is None:
+            return
+        try:
+            self._sc.setLocalProperty("callSite.short", self._site)
+            self._sc.setLocalProperty("callSite.long", self._site)
+        except Exception:  # noqa: BLE001 — only slower
+            self._sc = None
+
+    def _act(self, action):
+        """Run one Spark action (a job) and pin the call site again after it."""
+        self.actions += 1
+        try:
+            return action()
+        finally:
+            self.pin_call_site()
+
+    def release_call_site(self) -> None:
+        if self._sc is not None:
+            self._sc.clearCallSite()
 
     # ------------------------------------------------------------ expressions
     def col(self, name: str) -> X:
@@ -321,8 +359,27 @@ class SparkBackend:
                 out.append(it.select_item())
         return out
 
+    def _local(self, cols: dict[str, list], schema: dict[str, str], n: int):
+        """A frame of the driver's values, sent to the JVM as Arrow: built by the JVM alone
+        (createDataFrame of Python rows would make every task that reads it start a Python
+        worker to unpickle them, ~0.4 s a job)."""
+        table = pa.table({k: pa.array(cols.get(k, [None] * n), type=_ARROW[v])
+                          for k, v in schema.items()},
+                         schema=pa.schema([(k, _ARROW[v]) for k, v in schema.items()]))
+        df = self.spark.createDataFrame(table)
+        if n and self.single and self._sc is not None:  # (classic Spark only)
+            # as an RDD's rows: a LocalRelation's estimate is its true size, and the product of
+            # such estimates over a few joins exceeds spark.sql.maxSinglePartitionBytes, so
+            # Spark would shuffle one partition into one again (an RDD's is 1 byte here)
+            from pyspark.sql.classic.dataframe import DataFrame
+
+            j = df._jdf
+            df = DataFrame(self.spark._jsparkSession.createDataFrame(j.javaRDD(), j.schema()),
+                           self.spark)
+        return self._known(self.one(df), n)
+
     def empty(self, schema: dict[str, str]):
-        return self._known(self.one(self.spark.createDataFrame([], self._ddl(schema))), 0)
+        return self._local({}, schema, 0)
 
     def adopt(self, df):
         """The slice frames the tick job hands over are Spark DataFrames already."""
@@ -330,19 +387,15 @@ class SparkBackend:
 
     def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
         n = len(next(iter(cols.values()))) if cols else 0
-        rows = [tuple(cols.get(k, [None] * n)[i] for k in schema) for i in range(n)]
-        return self._known(self.one(self.spark.createDataFrame(rows, self._ddl(schema))), n)
+        return self._local(cols, schema, n)
 
     def from_rows(self, rows: list[dict], schema: dict[str, str]):
-        data = [tuple(r.get(k) for k in schema) for r in rows]
-        return self._known(self.one(self.spark.createDataFrame(data, self._ddl(schema))),
-                           len(rows))
+        return self._local({k: [r.get(k) for r in rows] for k in schema}, schema, len(rows))
 
     def rows(self, df) -> list[dict]:
         if self.is_empty(df):
             return []
-        self.actions += 1
-        return [r.asDict(recursive=True) for r in df.collect()]
+        return [r.asDict(recursive=True) for r in self._act(df.collect)]
 
     def rows_many(self, dfs: list) -> list[list[dict]]:
         """rows() of each frame, read in one job: each frame's rows as JSON text (nulls
@@ -358,8 +411,7 @@ class SparkBackend:
         u = tagged[0]
         for t in tagged[1:]:
             u = u.union(t)
-        self.actions += 1
-        for q, j in u.collect():
+        for q, j in self._act(u.collect):
             out[q].append(json.loads(j))
         return out
 
@@ -367,8 +419,7 @@ class SparkBackend:
         got = self._sizes.get(id(df))
         if got is not None and got[0] is df:
             return got[1]
-        self.actions += 1
-        n = df.count()
+        n = self._act(df.count)
         self._sizes[id(df)] = (df, n)
         return n
 
@@ -382,20 +433,17 @@ class SparkBackend:
         got = self._sizes.get(id(df))
         if got is not None and got[0] is df:
             return got[1] > 0
-        self.actions += 1
-        return not df.isEmpty()
+        return not self._act(df.isEmpty)
 
     def col_max(self, df, col: str):
         if self.is_empty(df):
             return None
-        self.actions += 1
-        return df.selectExpr(f"max(`{col}`)").collect()[0][0]
+        return self._act(df.selectExpr(f"max(`{col}`)").collect)[0][0]
 
     def any_nonempty_list(self, df, col: str) -> bool:
         if self.is_empty(df):
             return False
-        self.actions += 1
-        return not df.where(f"size(`{col}`) > 0").isEmpty()
+        return not self._act(df.where(f"size(`{col}`) > 0").isEmpty)
 
     def columns(self, df) -> list[str]:
         return df.columns
@@ -403,8 +451,7 @@ class SparkBackend:
     def values(self, df, col: str) -> list:
         if self.is_empty(df):
             return []
-        self.actions += 1
-        return [r[0] for r in df.select(col).distinct().collect()]
+        return [r[0] for r in self._act(df.select(col).distinct().collect)]
 
     def filter(self, df, cond):
         return df.where(sql(cond))
@@ -465,8 +512,7 @@ class SparkBackend:
         return df.orderBy(*cols)
 
     def column_list(self, df, col: str) -> list:
-        self.actions += 1
-        return [r[0] for r in df.select(col).collect()]
+        return [r[0] for r in self._act(df.select(col).collect)]
 
     def explode(self, df, col: str):
         return df.withColumn(col, self.F.expr(f"explode(`{col}`)"))
@@ -517,4 +563,5 @@ class SparkBackend:
         got = self._sizes.get(id(df))
         if got is not None and got[0] is df:
             return df
+        self.pin_call_site()  # an action outside this backend (GX's) may have cleared it
         return self.one(df).localCheckpoint(eager=False)
