@@ -279,8 +279,9 @@ _SINGLE_CONF = (("spark.sql.defaultSizeInBytes", "1", str(2 ** 63 - 1)),
                 ("spark.sql.sources.fileCompressionFactor", "1e-15", "1.0"),
                 # frames built on the driver (LocalRelation) carry their true sizes
                 ("spark.sql.maxSinglePartitionBytes", str(2 ** 63 - 1), "128m"),
-                # a runtime Bloom filter is one more job, and filters nothing in one partition
-                ("spark.sql.optimizer.runtime.bloomFilter.enabled", "false", "true"),
+                # a runtime Bloom filter is one more job a join (jobs would grow with the data),
+                # and filters nothing in one partition
+                ("spark.sql.optimizer.runtime.bloomFilter.enabled", "false", "false"),
                 # a small tick's rows are few: compiling Java for each operator (its literals,
                 # the tick among them, change every tick) costs more than interpreting them
                 ("spark.sql.codegen.wholeStage", "false", "true"),
