@@ -121,6 +121,38 @@ def test_spark_jobs_a_tick_do_not_grow_with_the_data(spark, tmp_path):
     assert max(jobs[600]) <= JOBS_A_TICK, jobs
 
 
+def test_the_drivers_frames_need_no_python_worker_and_the_call_site_is_released(spark):
+    """A frame of the driver's values is built by the JVM (Arrow), not from pickled Python
+    rows that each task reading it would need a Python worker to decode (~0.4 s a job); in
+    one-partition mode it is one partition with a 1-byte estimate (no exchange after joins);
+    the tick's fixed call site is released after it."""
+    from jobs.tick.spark_plan import SparkBackend
+    from reasoning.columnar.layout import INT, OBJ, STRLIST
+
+    from jobs.tick.spark import tick_partitions
+
+    for rows in (10 ** 7, 10):  # a tick of several partitions, then one of one partition
+        B = SparkBackend(spark)
+        B.single = single = tick_partitions(spark, rows) == 1
+        B.pin_call_site("hypo tick test")
+        df = B.from_rows([{"a": 1, "b": "x", "c": ["p", "q"]}, {"a": 2, "b": None, "c": []}],
+                         {"a": INT, "b": OBJ, "c": STRLIST})
+        lineage = df._jdf.queryExecution().toRdd().toDebugString()
+        assert "PythonRDD" not in lineage and "ParallelCollectionRDD" in lineage, lineage
+        j = B.join(df, B.select(df, [B.col("a"), B.alias(B.col("b"), "d")]), ["a"], ["a"])
+        assert sorted((r["a"], r["b"], r["c"], r["d"]) for r in B.rows(j)) == [
+            (1, "x", ["p", "q"], "x"), (2, None, [], None)]
+        if single:
+            assert "Exchange" not in j._jdf.queryExecution().executedPlan().toString()
+        assert B.rows(B.empty({"a": INT})) == []
+        sc = spark.sparkContext._jsc.sc()
+        assert sc.getLocalProperty("callSite.long") == "hypo tick test"
+        B.release_call_site()
+        assert sc.getLocalProperty("callSite.short") is None
+        assert sc.getLocalProperty("callSite.long") is None
+    tick_partitions(spark, 10 ** 7)  # the session's settings for a large tick again
+
+
 def test_answers_at_tick_2_after_tick_8_by_time_travel(turbine):
     lake = turbine["lake"]
     L = Lake(lake)

@@ -91,8 +91,8 @@ class SparkIO:
     def read(self, files: list[str], kind: str):
         ddl = spark_ddl(kind, with_partitions=False)
         if not files:  # built by the JVM alone (see SparkBackend._local)
-            return self.B.one(self.spark.createDataFrame(
-                arrow_schema(kind, with_partitions=False).empty_table()))
+            return self.B.one(self.B.from_arrow(
+                arrow_schema(kind, with_partitions=False).empty_table(), ddl))
         return self.B.one(self.spark.read.schema(ddl).parquet(*files))
 
     def checkpoint(self, df):

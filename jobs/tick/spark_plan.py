@@ -366,7 +366,7 @@ class SparkBackend:
         table = pa.table({k: pa.array(cols.get(k, [None] * n), type=_ARROW[v])
                           for k, v in schema.items()},
                          schema=pa.schema([(k, _ARROW[v]) for k, v in schema.items()]))
-        df = self.spark.createDataFrame(table)
+        df = self.from_arrow(table, self._ddl(schema))
         if n and self.single and self._sc is not None:  # (classic Spark only)
             # as an RDD's rows: a LocalRelation's estimate is its true size, and the product of
             # such estimates over a few joins exceeds spark.sql.maxSinglePartitionBytes, so
@@ -380,6 +380,15 @@ class SparkBackend:
 
     def empty(self, schema: dict[str, str]):
         return self._local({}, schema, 0)
+
+    def from_arrow(self, table: "pa.Table", ddl: str):
+        """An Arrow table of the driver's as a frame.  A Spark Connect client sends local
+        rows as Arrow anyway (and cannot take an empty Arrow table: no schema to infer), so
+        there it is given as rows with the schema."""
+        if self._sc is None:
+            rows = list(zip(*(c.to_pylist() for c in table.columns)))
+            return self.spark.createDataFrame(rows, ddl)
+        return self.spark.createDataFrame(table)
 
     def adopt(self, df):
         """The slice frames the tick job hands over are Spark DataFrames already."""
