@@ -447,16 +447,16 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         if io.name == "spark":
             counts["spark_jobs_on_driver"] = B.actions  # the plan's own probes of the data
             counts.update(jobs.counts())  # every job of the tick: reading, checks, plan, writes
-            io.B.release_call_site()
         return {"state_actions": state_actions, "answer_actions": answer_actions,
                 "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                 "state_digest": sdig, "answers_digest": adig}
     except BaseException:
         if beside is not None:
             beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
+        raise
+    finally:
         if io.name == "spark":
             io.B.release_call_site()
-        raise
 
 
 def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str) -> list:

@@ -364,8 +364,7 @@ class SparkBackend:
         (createDataFrame of Python rows would make every task that reads it start a Python
         worker to unpickle them, ~0.4 s a job)."""
         table = pa.table({k: pa.array(cols.get(k, [None] * n), type=_ARROW[v])
-                          for k, v in schema.items()},
-                         schema=pa.schema([(k, _ARROW[v]) for k, v in schema.items()]))
+                          for k, v in schema.items()})
         df = self.from_arrow(table, self._ddl(schema))
         if n and self.single and self._sc is not None:  # (classic Spark only)
             # as an RDD's rows: a LocalRelation's estimate is its true size, and the product of
