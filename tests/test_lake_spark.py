@@ -121,6 +121,21 @@ def test_spark_jobs_a_tick_do_not_grow_with_the_data(spark, tmp_path):
     assert max(jobs[600]) <= JOBS_A_TICK, jobs
 
 
+def test_a_tick_of_up_to_half_a_million_input_rows_is_one_partition_with_codegen_by_size(
+        spark):
+    """One partition up to ROWS_PER_PARTITION input rows (10⁵ facts a tick: 2 · 10⁵), code
+    generation from CODEGEN_MIN_ROWS on (compiling costs more than it saves below)."""
+    from jobs.tick import spark as spark_mod
+
+    got = {}
+    for rows in (10, 200_000, 10 ** 7):
+        n = spark_mod.tick_partitions(spark, rows)
+        got[rows] = (n, spark.conf.get("spark.sql.codegen.wholeStage"))
+    assert got[10] == (1, "false")
+    assert got[200_000] == (1, "true")
+    assert got[10 ** 7][0] > 1 and got[10 ** 7][1] == "true"
+
+
 def test_the_drivers_frames_need_no_python_worker_and_the_call_site_is_released(spark):
     """A frame of the driver's values is built by the JVM (Arrow), not from pickled Python
     rows that each task reading it would need a Python worker to decode (~0.4 s a job); in

@@ -15,7 +15,14 @@ from typing import Optional
 
 DEFAULT_MASTER = "local[2]"
 MAX_PARTITIONS_KEY = "spark.hypo.shufflePartitions.max"
-ROWS_PER_PARTITION = 65_536
+# A tick of up to this many input rows (S_{τ-1} + D|τ) runs in one partition: on local[2] the
+# 10⁵-fact tick (2·10⁵ input rows) took 40 s in 4 partitions (97 stages: every join a shuffle)
+# and 28 s in one (docs/performance.md).
+ROWS_PER_PARTITION = 524_288
+# Whole-stage code generation from this many input rows: below it, compiling Java for each
+# operator (its literals, the tick among them, change every tick) costs more than it saves
+# (10⁴ facts: +6 s a tick with it); above, interpreting every row costs more (10⁵ facts: -8 s).
+CODEGEN_MIN_ROWS = 100_000
 # On a cluster the driver's DAGScheduler logs, as an ERROR, "Failed to update accumulator 123
 # (Unknown class) for task 0 (attempted to access non-existent accumulator 123)" when a task's
 # metrics arrive after the driver dropped that accumulator (the query that owned it is done
@@ -281,11 +288,10 @@ _SINGLE_CONF = (("spark.sql.defaultSizeInBytes", "1", str(2 ** 63 - 1)),
                 ("spark.sql.maxSinglePartitionBytes", str(2 ** 63 - 1), "128m"),
                 # a runtime Bloom filter is one more job a join (jobs would grow with the data),
                 # and filters nothing in one partition
-                ("spark.sql.optimizer.runtime.bloomFilter.enabled", "false", "false"),
-                # a small tick's rows are few: compiling Java for each operator (its literals,
-                # the tick among them, change every tick) costs more than interpreting them
-                ("spark.sql.codegen.wholeStage", "false", "true"),
-                ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"))
+                ("spark.sql.optimizer.runtime.bloomFilter.enabled", "false", "false"))
+# (setting, below CODEGEN_MIN_ROWS, from it on)
+_CODEGEN_CONF = (("spark.sql.codegen.wholeStage", "false", "true"),
+                 ("spark.sql.codegen.factoryMode", "NO_CODEGEN", "FALLBACK"))
 
 
 def tick_partitions(spark, rows: int) -> int:
@@ -304,10 +310,13 @@ def tick_partitions(spark, rows: int) -> int:
     # Long.MaxValue by default): estimates of 1 byte keep every product small.  (Settings a
     # user gives in HYPO_SPARK_CONF win.)
     mine = _user_conf()
-    for k, one, many in _SINGLE_CONF:
+    few = rows < CODEGEN_MIN_ROWS
+    settings = [(k, one if n == 1 else many) for k, one, many in _SINGLE_CONF]
+    settings += [(k, small if few else big) for k, small, big in _CODEGEN_CONF]
+    for k, v in settings:
         if k not in mine:
             try:
-                spark.conf.set(k, one if n == 1 else many)
+                spark.conf.set(k, v)
             except Exception:  # noqa: BLE001 — a server that refuses a setting: only slower
                 pass
     return n

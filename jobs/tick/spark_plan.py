@@ -477,7 +477,9 @@ class SparkBackend:
         return self.select(df, list(cols))
 
     def drop(self, df, cols: Iterable[str]):
-        cols = [c for c in cols if c in df.columns]
+        # (a name the frame lacks is ignored by Spark: no schema asked for — on Spark
+        # Connect each schema is a round trip to the server)
+        cols = list(cols)
         return df.drop(*cols) if cols else df
 
     def join(self, left, right, left_on: list, right_on: list, how: str = "inner",
