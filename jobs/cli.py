@@ -158,7 +158,9 @@ def _tick_line(s: dict) -> str:
             f"{c['answers']} answer(s) "
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
-            f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}]")
+            f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}]"
+            + (f" (the same inputs as an earlier run: its commit{'s' if len(c['adopted']) > 1 else ''}"
+               f" {', '.join(c['adopted'])} kept)" if c.get("adopted") else ""))
 
 
 def _spark_jobs(c: dict) -> str:

@@ -248,6 +248,7 @@ start_connect() {
     --conf "spark.jars=$jars" \
     --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
     --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
+    --conf spark.databricks.delta.snapshotPartitions=1 \
     --conf spark.sql.adaptive.enabled=false --conf spark.sql.autoBroadcastJoinThreshold=-1 \
     --conf spark.sql.session.timeZone=UTC --conf spark.ui.showConsoleProgress=false \
     --conf "spark.sql.shuffle.partitions=${HYPO_SPARK_SHUFFLE_PARTITIONS:-4}" \

@@ -529,3 +529,69 @@ def test_negated_unbound_time_with_the_spark_plan_equals_hypo_run(spark, tmp_pat
     stream = str(tmp_path / "s.jsonl")
     write_jsonl(rows, stream)
     check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "Q(X, T)", "spark", last=2)
+
+
+# ------------------------------------------------- issue 43.1: the tick's commits by delta-spark
+def _commits_of(lake: str, kind: str, tick: int) -> list[dict]:
+    return [h for h in delta.history(os.path.join(lake, kind)) if h.get("tick") == str(tick)]
+
+
+def test_a_spark_tick_is_committed_once_by_delta_spark_and_delta_rs_goes_on(
+        base, turbine, tmp_path, monkeypatch):
+    """The Spark executor's S_τ and answers are delta-spark transactions: partition tick=τ
+    replaced (`replaceWhere`), the tick in `userMetadata`, an idempotent transaction.  A run
+    that crashed after its state commit is retried: the retry adopts that commit (Delta
+    skips the write) and commits the answers; one commit each.  delta-rs (the local
+    executor) then runs the next tick from the state delta-spark wrote, and Spark the one
+    after; a late fact makes a re-run commit again (newer inputs)."""
+    from deltalake import DeltaTable
+    from jobs.table import spark_delta
+
+    monkeypatch.setattr(tickjob, "SPARK_WRITER", "delta-spark")
+    lake = copy_lake(base, str(tmp_path / "lake"))
+    monkeypatch.setenv("HYPO_LAKE_FAULT", "after_state_commit@3")
+    with pytest.raises(InjectedFault):
+        api.run_tick(lake, 3, executor="spark")
+    monkeypatch.delenv("HYPO_LAKE_FAULT")
+    s = api.run_tick(lake, 3, executor="spark")
+    assert [a.split("@")[0] for a in s["counts"]["adopted"]] == ["state"]
+    (st,), (an,) = _commits_of(lake, "state", 3), _commits_of(lake, "answers", 3)
+    for c in (st, an):
+        assert c["engineInfo"].startswith("Apache-Spark/")
+        assert c["operationParameters"]["predicate"] == "tick = 3"
+        assert json.loads(c["userMetadata"])["tick"] == "3"
+    assert (st["version"], an["version"]) == (s["state_version"], s["answers_version"])
+    app = spark_delta.app_id(3, Lake(lake).program.text_hash)
+    txn = spark_delta.txn_version(s["facts_version"], s["prev_state_version"])
+    assert DeltaTable(os.path.join(lake, "state")).transaction_version(app) == txn
+    assert s["state_digest"] == Lake(turbine["lake"]).done()[3]["state_digest"]
+    assert api_lines(lake, 3, "all", MAIN) == turbine["ref_all"][3]
+    # the same inputs again: nothing new is committed
+    again = api.run_tick(lake, 3, executor="spark")
+    assert sorted(again["counts"]["adopted"]) == [f"answers@{an['version']}",
+                                                   f"state@{st['version']}"]
+    assert len(_commits_of(lake, "state", 3)) == 1
+    # delta-rs reads what delta-spark wrote and writes the next tick, then Spark again
+    api.run_tick(lake, 4, executor="local")
+    s5 = api.run_tick(lake, 5, executor="spark")
+    assert "adopted" not in s5["counts"]
+    for t in (4, 5):
+        assert api_lines(lake, t, "all", MAIN) == turbine["ref_all"][t], f"tick {t}"
+    dt = DeltaTable(os.path.join(lake, "state"))
+    assert (dt.protocol().min_reader_version, dt.protocol().min_writer_version) == (1, 2)
+    # a late fact of slice 3: newer inputs, a new commit of tick 3 (and only of tick 3)
+    def files(t: int) -> list:
+        return sorted(a["path"] for a in delta.add_actions(
+            DeltaTable(os.path.join(lake, "state")), t, t))
+
+    f4 = files(4)
+    late = tmp_path / "late.jsonl"
+    late.write_text('{"tick": 3, "fact": "Hot(wt3, 3)"}\n')
+    api.ingest(lake, 3, [str(late)])
+    s3 = api.run_tick(lake, 3, executor="spark")
+    assert "adopted" not in s3["counts"] and len(_commits_of(lake, "state", 3)) == 2
+    assert files(4) == f4  # replaceWhere: the other partitions stay as they are
+    both = tmp_path / "both.jsonl"
+    both.write_text(open(STREAM).read() + late.read_text())
+    ref = reference(TURBINES, str(both), 3, all_=True)
+    assert api_lines(lake, 3, "all", MAIN) == ref[3]

@@ -205,12 +205,28 @@ def history(path: str) -> list[dict]:
     return commits(open_table(path), path)
 
 
-def commits(dt: DeltaTable, path: str) -> list[dict]:
-    """dt.history(), or LakeDamaged naming the damaged commit file."""
+def commits(dt: DeltaTable, path: str, limit: Optional[int] = None) -> list[dict]:
+    """dt.history(limit) with the hypo keys of each commit (hypo_keys), or LakeDamaged naming
+    the damaged commit file."""
     try:
-        return dt.history()
+        return [hypo_keys(h) for h in dt.history(limit)]
     except (DeltaError, OSError, ValueError) as e:
         raise damaged_log(path, dt.version(), e) from None
+
+
+def hypo_keys(h: dict) -> dict:
+    """A commit info with the keys of its `userMetadata` JSON object at top level where it
+    lacks them: delta-rs commits carry the hypo keys both ways, delta-spark's only there."""
+    um = h.get("userMetadata")
+    if isinstance(um, str) and um.startswith("{"):
+        try:
+            obj = json.loads(um)
+        except ValueError:
+            return h
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                h.setdefault(k, v if isinstance(v, str) else json.dumps(v))
+    return h
 
 
 def add_actions(dt: DeltaTable, lo: Optional[int] = None, hi: Optional[int] = None,

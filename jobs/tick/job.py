@@ -12,8 +12,10 @@ table) → S_τ and the main query's answers, as one Spark plan with no Python o
     (reasoning/columnar/render/answers.py) into the answers table's columns.
  4. Spark writes S_τ, the answers and the quarantine rows as Parquet; delta-rs commits them
     (state: replace partition τ; answers and quarantine: replace partition τ), each
-    conditional on the version read at the start of the run.  Digests are order-independent
-    XORs of 64-bit row hashes computed by Spark over the written files.
+    conditional on the version read at the start of the run — or, with
+    HYPO_SPARK_WRITER=delta-spark, delta-spark writes and commits S_τ and the answers
+    (jobs/table/spark_delta.py).  Digests are order-independent XORs of 64-bit row hashes
+    of the committed files, the same whichever executor wrote them.
 
 Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
 `local` runs the same plan on Polars in the driver (Spark's fixed cost per stage makes a
@@ -51,6 +53,14 @@ HOOKS: list[Callable[[str, int], None]] = []  # test hooks: called with (phase, 
 PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_answers_commit",
                 "after_quarantine_commit", "before_done")
 EXECUTORS = ("auto", "spark", "local", "row")
+# who commits S_τ and the answers of a tick on the Spark executor (HYPO_SPARK_WRITER):
+# "delta-rs" (default): Spark writes Parquet files that delta-rs commits, each commit
+# conditional on the versions the run read, as the in-process executors do; "delta-spark"
+# (issue 43.1): Spark writes and commits them itself — replaceWhere on the tick and an
+# idempotent transaction (jobs/table/spark_delta.py) — at +4 Spark jobs and ~+1.3 s a small
+# tick (Delta computes each table's snapshot state in jobs of its own; docs/lake.md)
+SPARK_WRITERS = ("delta-spark", "delta-rs")
+SPARK_WRITER = os.environ.get("HYPO_SPARK_WRITER", "delta-rs")
 ANSWER_FILE_COLS = [n for n in arrow_schema("answers", with_partitions=False).names]
 QUAR_FILE_COLS = [n for n in arrow_schema("quarantine", with_partitions=False).names]
 STATE_FILE_COLS = [n for n in arrow_schema("state", with_partitions=False).names]
@@ -195,7 +205,7 @@ def _commit_tick(path: str, version: int) -> Optional[int]:
             for line in fh:
                 obj = json.loads(line)
                 if isinstance(obj, dict) and "commitInfo" in obj:
-                    t = obj["commitInfo"].get("tick")
+                    t = delta.hypo_keys(obj["commitInfo"]).get("tick")
                     return None if t is None else int(t)
     except (OSError, ValueError):  # damaged: delta-rs (open_table) reports it with its file
         return None
@@ -416,13 +426,21 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         tag = f"{tau:08d}-{run}"
         state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
         q_dir = f"tick={tau}/stage=tick/r-{run}"
-        state_actions = io.write(B.select_cols(state_df, list(STATE_FILE_COLS)),
-                                 lake.path("state"), state_dir, "state", {"tick": str(tau)},
-                                 f"state-{tag}")
-        tm.lap("write state")
-        answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
-        tm.lap("write answers")
-        del state_df, answers_df
+        pending = None
+        state_frame_ = B.select_cols(state_df, list(STATE_FILE_COLS))
+        if io.name == "spark" and SPARK_WRITER == "delta-spark":
+            # written by delta-spark at the commits (run_tick), each write its own commit
+            pending = {"state": state_frame_,
+                       "answers": _answers_select(B, answers_df if answers_df is not None
+                                                  else _no_answers(io))}
+            state_actions, answer_actions = [], []
+        else:
+            state_actions = io.write(state_frame_, lake.path("state"), state_dir, "state",
+                                     {"tick": str(tau)}, f"state-{tag}")
+            tm.lap("write state")
+            answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
+            tm.lap("write answers")
+        del state_df, answers_df, state_frame_
         q_actions = []
         if q is not None:
             q_actions = io.write(q, lake.path("quarantine"), q_dir, "quarantine",
@@ -434,22 +452,21 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                                               {"tick": str(tau), "stage": "tick"},
                                               name=f"files-{tag}.parquet"))
         tm.lap("write quarantine")
-        n_state, sdig, _ = digest_files([os.path.join(lake.path("state"), a.path)
-                                         for a in state_actions], STATE_FILE_COLS)
-        n_ans, adig, st = digest_files([os.path.join(lake.path("answers"), a.path)
-                                        for a in answer_actions], ["json"])
-        tm.lap("digests")
         counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
-                  "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign, "quarantined": n_rej + n_dup + len(bad_files),
-                  "state_rows": n_state, "answers": n_ans, "definite": st.get("definite", 0),
-                  "hypothetical": st.get("hypothetical", 0), "pending": st.get("pending", 0),
-                  "executor": ctx.used}
+                  "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign,
+                  "quarantined": n_rej + n_dup + len(bad_files), "executor": ctx.used}
+        out = {"state_actions": state_actions, "answer_actions": answer_actions,
+               "quarantine_actions": q_actions, "dq": dq, "counts": counts, "pending": pending,
+               "jobs": jobs if io.name == "spark" else None}
+        if pending is None:
+            out["state_digest"] = _digest_into(counts, "state", [
+                os.path.join(lake.path("state"), a.path) for a in state_actions])
+            out["answers_digest"] = _digest_into(counts, "answers", [
+                os.path.join(lake.path("answers"), a.path) for a in answer_actions])
+            tm.lap("digests")
         if io.name == "spark":
             counts["spark_jobs_on_driver"] = B.actions  # the plan's own probes of the data
-            counts.update(jobs.counts())  # every job of the tick: reading, checks, plan, writes
-        return {"state_actions": state_actions, "answer_actions": answer_actions,
-                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
-                "state_digest": sdig, "answers_digest": adig}
+        return out
     except BaseException:
         if beside is not None:
             beside.close()  # sys.stdout/stderr back; the thread's output stays dropped
@@ -461,18 +478,59 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
 
 def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str) -> list:
     """The answers table's files of one tick (uncommitted add actions; none if no answers)."""
-    from reasoning.columnar.layout import FLOAT, OBJ
-
     if answers_df is None:
         return []
-    B = io.B
+    return io.write(_answers_select(io.B, answers_df), lake.path("answers"), ans_dir, "answers",
+                    {"tick": str(tau)}, f"answers-{tag}")
+
+
+def _answers_select(B, answers_df):
+    """The rendered answers as the answers table's file columns."""
+    from reasoning.columnar.layout import FLOAT, OBJ
+
     ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
     have = set(B.columns(answers_df))
+    if "json" in have:  # already the table's columns (_no_answers)
+        return answers_df
     items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
              B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
              B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
-    return io.write(B.select(answers_df, items), lake.path("answers"), ans_dir, "answers",
-                    {"tick": str(tau)}, f"answers-{tag}")
+    return B.select(answers_df, items)
+
+
+def _no_answers(io):
+    """An empty answers frame: delta-spark's replaceWhere then clears partition τ."""
+    return io.read([], "answers")
+
+
+def _digest_into(counts: dict, kind: str, files: list[str]) -> str:
+    """Digest the files of S_τ or of the answers; their row and status counts into counts."""
+    if kind == "state":
+        counts["state_rows"], dig, _ = digest_files(files, STATE_FILE_COLS)
+        return dig
+    counts["answers"], dig, st = digest_files(files, ["json"])
+    for s_ in ("definite", "hypothetical", "pending"):
+        counts[s_] = st.get(s_, 0)
+    return dig
+
+
+def _spark_commit(ctx: "TickContext", kind: str, df, md: dict, prev_v: int, counts: dict,
+                  what: str) -> tuple[int, str]:
+    """S_τ or the answers written and committed by delta-spark (jobs/table/spark_delta.py);
+    (the version holding them, their digest).  A repeated run on the same inputs adopts the
+    commit an earlier run made (Delta skipped the write: `counts["adopted"]`)."""
+    from jobs.table import spark_delta
+
+    tau, path = ctx.tau, ctx.lake.path(kind)
+    app = spark_delta.app_id(tau, ctx.cp.text_hash)
+    txn = spark_delta.txn_version(ctx.versions["facts"], prev_v)
+    spark_delta.write(df, path, kind, tau, {**md, "txn": str(txn)}, app, txn, what)
+    v, fresh = spark_delta.committed(path, kind, tau, app, txn, ctx.run, what)
+    if not fresh:
+        counts.setdefault("adopted", []).append(f"{kind}@{v}")
+    files = [os.path.join(path, a["path"]) for a in
+             delta.add_actions(delta.open_table(path, v), tau, tau) if a.get("partition.tick") == tau]
+    return v, _digest_into(counts, kind, files)
 
 
 def _quarantine_frame(B, v):
@@ -596,6 +654,8 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     lake.require()
     if executor not in EXECUTORS:
         raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
+    if SPARK_WRITER not in SPARK_WRITERS:
+        raise LakeError(f"HYPO_SPARK_WRITER={SPARK_WRITER!r}: use {' or '.join(SPARK_WRITERS)}")
     cp = lake.program
     tm = resources.Timer()
     run = uuid.uuid4().hex[:12]
@@ -625,20 +685,29 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     fault("after_compute", tau)
     md = {"tick": str(tau), "run": run, "program": cp.text_hash}
     what = f"tick {tau} is being written by another run"
+    pend = r["pending"]
+    smd = {**md, "prev_state_version": str(prev_v), "facts_version": str(ctx.versions["facts"])}
     try:
-        sv = delta.commit(ctx.tables["state"], "state", r["state_actions"], mode="overwrite",
-                          partition_filters=[("tick", "=", str(tau))],
-                          metadata={**md, "prev_state_version": str(prev_v),
-                                    "facts_version": str(ctx.versions["facts"]),
-                                    "digest": r["state_digest"]}, what=what)
+        if pend is not None:
+            sv, r["state_digest"] = _spark_commit(ctx, "state", pend["state"], smd, prev_v,
+                                                  r["counts"], what)
+        else:
+            sv = delta.commit(ctx.tables["state"], "state", r["state_actions"], mode="overwrite",
+                              partition_filters=[("tick", "=", str(tau))],
+                              metadata={**smd, "digest": r["state_digest"]}, what=what)
     except ConcurrentTickError as e:
         raise ConcurrentTickError(f"{e}; nothing of this run was committed") from None
     lake.log(tau, run, "state", facts_version=ctx.versions["facts"], prev_state_version=prev_v,
              state_version=sv, state_digest=r["state_digest"])
     fault("after_state_commit", tau)
-    av = delta.commit(ctx.tables["answers"], "answers", r["answer_actions"], mode="overwrite",
-                      partition_filters=[("tick", "=", str(tau))],
-                      metadata={**md, "digest": r["answers_digest"]}, what=what)
+    if pend is not None:
+        av, r["answers_digest"] = _spark_commit(ctx, "answers", pend["answers"], smd, prev_v,
+                                                r["counts"], what)
+        tm.lap("commits (delta-spark)")
+    else:
+        av = delta.commit(ctx.tables["answers"], "answers", r["answer_actions"], mode="overwrite",
+                          partition_filters=[("tick", "=", str(tau))],
+                          metadata={**md, "digest": r["answers_digest"]}, what=what)
     lake.log(tau, run, "answers", state_version=sv, answers_version=av,
              answers_digest=r["answers_digest"])
     fault("after_answers_commit", tau)
@@ -653,6 +722,8 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     _write_dq(lake, tau, run, r["dq"], r["counts"], ctx.tables["dq"])
     fault("before_done", tau)
     tm.lap("commits")
+    if r["jobs"] is not None:  # every job of the tick: reading, checks, plan, writes
+        r["counts"].update(r["jobs"].counts())
     summary = {"tick": tau, "run": run, "facts_version": ctx.versions["facts"],
                "prev_state_version": prev_v, "state_version": sv, "answers_version": av,
                "quarantine_version": qv, "state_digest": r["state_digest"],
