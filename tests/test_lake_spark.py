@@ -572,7 +572,10 @@ def test_a_spark_tick_is_committed_once_by_delta_spark_and_delta_rs_goes_on(
                                                    f"state@{st['version']}"]
     assert len(_commits_of(lake, "state", 3)) == 1
     # delta-rs reads what delta-spark wrote and writes the next tick, then Spark again
-    api.run_tick(lake, 4, executor="local")
+    s4 = api.run_tick(lake, 4, executor="local")
+    # delta-rs records the same transaction: Spark on the same inputs adopts its commits
+    assert api.run_tick(lake, 4, executor="spark")["counts"]["adopted"] == [
+        f"state@{s4['state_version']}", f"answers@{s4['answers_version']}"]
     s5 = api.run_tick(lake, 5, executor="spark")
     assert "adopted" not in s5["counts"]
     for t in (4, 5):

@@ -622,9 +622,10 @@ def test_large_local_frames_are_written_as_parallel_files(tmp_path, monkeypatch)
 
 # ------------------------------------------------------------------ executor choice
 def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
-    """auto on a local master: the driver (Polars) while the tick's estimated peak fits the
-    memory available, Spark beyond; on a cluster master the 500 000-row rule;
-    HYPO_LAKE_LOCAL_MAX overrides both; a forced executor is kept."""
+    """auto on a local or a cluster master: the driver (Polars) while the tick's estimated
+    peak fits the memory available, Spark beyond (Spark never overtook the driver where
+    measured); the 500 000-row rule where the memory is unknown; HYPO_LAKE_LOCAL_MAX
+    overrides both; a forced executor is kept."""
     import jobs.tick.job as tk
     from jobs.tick import resources
 
@@ -639,14 +640,17 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     assert pick("local[2]", 1_000_000) == "local"
     assert pick("local", fits) == "local"
     assert pick("local[*]", fits + 1) == "spark"
-    assert pick("spark://head:7077", 500_000) == "local"
-    assert pick("spark://head:7077", 500_001) == "spark"
+    assert pick("spark://head:7077", fits) == "local"
+    assert pick("spark://head:7077", fits + 1) == "spark"
+    assert pick("sc://head:15002", fits) == "local"
     assert pick("local[2]", 10, "spark") == "spark"
     monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "100")
     assert pick("local[2]", 101) == "spark" and pick("local[2]", 100) == "local"
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX")
     monkeypatch.setattr(resources, "available_memory", lambda: None)
     assert pick("local[2]", 500_001) == "spark"
+    assert pick("spark://head:7077", 500_000) == "local"
+    assert pick("spark://head:7077", 500_001) == "spark"
     monkeypatch.undo()
     got = resources.available_memory()
     assert got is None or got > 0

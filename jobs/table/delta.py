@@ -22,7 +22,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
-from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
+from deltalake.transaction import (AddAction, CommitProperties, Transaction,
+                                  create_table_with_add_actions)
 
 from schemas.lake import arrow_schema, partition_by, required
 
@@ -173,10 +174,11 @@ def _conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def commit(dt: DeltaTable, kind: str, actions: list, mode: str = "append",
            partition_filters: Optional[list] = None, metadata: Optional[dict] = None,
-           exclusive: bool = True, what: str = "") -> int:
+           exclusive: bool = True, what: str = "", txn: Optional[tuple[str, int]] = None) -> int:
     """Commit file actions as one transaction.  exclusive: only as version read+1 (the
     version `dt` was loaded at), else CommitConflict; returns the version committed
-    (-1 when not exclusive: appends retried by delta-rs)."""
+    (-1 when not exclusive: appends retried by delta-rs).  txn: (app id, version) recorded
+    as Delta's application transaction (jobs/table/spark_delta.py)."""
     read = dt.version()
     md = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
     md = with_user_metadata(md)
@@ -184,8 +186,9 @@ def commit(dt: DeltaTable, kind: str, actions: list, mode: str = "append",
         dt.create_write_transaction(
             actions, mode=mode, schema=arrow_schema(kind), partition_by=partition_by(kind) or None,
             partition_filters=partition_filters,
-            commit_properties=CommitProperties(custom_metadata=md,
-                                               max_commit_retries=0 if exclusive else 15),
+            commit_properties=CommitProperties(
+                custom_metadata=md, max_commit_retries=0 if exclusive else 15,
+                app_transactions=[Transaction(app_id=txn[0], version=txn[1])] if txn else None),
         )
     except CommitFailedError:
         now = DeltaTable(dt.table_uri).version()

@@ -20,9 +20,9 @@ table) → S_τ and the main query's answers, as one Spark plan with no Python o
 Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
 `local` runs the same plan on Polars in the driver (Spark's fixed cost per stage makes a
 small tick take seconds there, milliseconds here); `auto` (default) picks `local` while the
-tick fits the driver's memory on a local Spark master (where Spark would run on the same
-cores, 15× slower at 10⁶ facts), and on a cluster master up to HYPO_LAKE_LOCAL_MAX rows of
-S_{τ-1} + D|τ, `spark` above (choose_executor); `row` runs step 3 with the row engine on the
+tick fits the driver's memory, on a local and on a cluster master (Spark never overtook the
+driver where measured: 15× slower at 10⁶ facts on local[2], 31-34× at 10⁴-10⁵ on the
+2-worker cluster), `spark` beyond (choose_executor); `row` runs step 3 with the row engine on the
 driver (the reference, for comparison).  The tables are the same.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ from reasoning.util.atomic import write_json
 from reasoning.language.compiler import CompiledProgram
 from schemas.lake import arrow_schema
 
-from jobs.table import current, damage, delta
+from jobs.table import current, damage, delta, spark_delta
 from jobs.table.adapters import LocalIO, SparkIO
 from jobs.ingest.dq import empty_summary
 from jobs.errors import (ConcurrentTickError, InjectedFault, LakeDamaged, LakeError,
@@ -280,25 +280,24 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
 # rows, 10.7 GB) with bench/pipeline.py
 LOCAL_BYTES_PER_ROW = 400
 LOCAL_MEMORY_SHARE = 0.8  # of the memory available when the tick starts
-CLUSTER_LOCAL_MAX = 500_000  # rows on the driver otherwise (Spark's per-stage cost below)
+CLUSTER_LOCAL_MAX = 500_000  # rows on the driver where its memory is unknown
 
 
 def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     """auto: the plan on the driver (Polars) or on Spark.  HYPO_LAKE_LOCAL_MAX, if set: the
-    driver up to that many rows of S_{τ-1} + D|τ.  Otherwise, on a local master (local,
-    local[N]: Spark would share the driver's cores, and its per-stage cost makes it 15×
-    slower at 10⁶ facts a tick) the driver while the tick's estimated peak
-    (LOCAL_BYTES_PER_ROW) fits LOCAL_MEMORY_SHARE of the memory available; on a cluster
-    master (or where the memory is unknown) the driver up to CLUSTER_LOCAL_MAX rows."""
+    driver up to that many rows of S_{τ-1} + D|τ.  Otherwise the driver while the tick's
+    estimated peak (LOCAL_BYTES_PER_ROW) fits LOCAL_MEMORY_SHARE of the memory available,
+    Spark beyond — on a local master and on a cluster alike: Spark never overtook the driver
+    where measured (31-34× slower at 10⁴-10⁵ facts a tick on the 2-worker cluster, 15× at
+    10⁶ on local[2]: docs/performance.md); where the memory is unknown, the driver up to
+    CLUSTER_LOCAL_MAX rows."""
     if ctx.executor != "auto":
         return ctx.executor
     rows = prev_rows + fact_rows
     env = os.environ.get("HYPO_LAKE_LOCAL_MAX")
     if env:
         return "local" if rows <= int(env) else "spark"
-    master = ctx.master or ""
-    avail = (resources.available_memory() if master == "local" or master.startswith("local[")
-             else None)
+    avail = resources.available_memory()
     if avail is not None:
         return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
     return "local" if rows <= CLUSTER_LOCAL_MAX else "spark"
@@ -514,18 +513,15 @@ def _digest_into(counts: dict, kind: str, files: list[str]) -> str:
     return dig
 
 
-def _spark_commit(ctx: "TickContext", kind: str, df, md: dict, prev_v: int, counts: dict,
-                  what: str) -> tuple[int, str]:
+def _spark_commit(ctx: "TickContext", kind: str, df, md: dict, txn: tuple[str, int],
+                  counts: dict, what: str) -> tuple[int, str]:
     """S_τ or the answers written and committed by delta-spark (jobs/table/spark_delta.py);
     (the version holding them, their digest).  A repeated run on the same inputs adopts the
     commit an earlier run made (Delta skipped the write: `counts["adopted"]`)."""
-    from jobs.table import spark_delta
-
     tau, path = ctx.tau, ctx.lake.path(kind)
-    app = spark_delta.app_id(tau, ctx.cp.text_hash)
-    txn = spark_delta.txn_version(ctx.versions["facts"], prev_v)
-    spark_delta.write(df, path, kind, tau, {**md, "txn": str(txn)}, app, txn, what)
-    v, fresh = spark_delta.committed(path, kind, tau, app, txn, ctx.run, what)
+    (app, version) = txn
+    spark_delta.write(df, path, kind, tau, {**md, "txn": str(version)}, app, version, what)
+    v, fresh = spark_delta.committed(path, kind, tau, app, version, ctx.run, what)
     if not fresh:
         counts.setdefault("adopted", []).append(f"{kind}@{v}")
     files = [os.path.join(path, a["path"]) for a in
@@ -686,28 +682,34 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     md = {"tick": str(tau), "run": run, "program": cp.text_hash}
     what = f"tick {tau} is being written by another run"
     pend = r["pending"]
+    # the tick's Delta application transaction, whichever library commits (spark_delta.py):
+    # a delta-spark run on the same inputs later adopts this run's commits
+    txn = (spark_delta.app_id(tau, cp.text_hash),
+           spark_delta.txn_version(ctx.versions["facts"], prev_v))
     smd = {**md, "prev_state_version": str(prev_v), "facts_version": str(ctx.versions["facts"])}
     try:
         if pend is not None:
-            sv, r["state_digest"] = _spark_commit(ctx, "state", pend["state"], smd, prev_v,
+            sv, r["state_digest"] = _spark_commit(ctx, "state", pend["state"], smd, txn,
                                                   r["counts"], what)
         else:
             sv = delta.commit(ctx.tables["state"], "state", r["state_actions"], mode="overwrite",
                               partition_filters=[("tick", "=", str(tau))],
-                              metadata={**smd, "digest": r["state_digest"]}, what=what)
+                              metadata={**smd, "digest": r["state_digest"], "txn": str(txn[1])},
+                              what=what, txn=txn)
     except ConcurrentTickError as e:
         raise ConcurrentTickError(f"{e}; nothing of this run was committed") from None
     lake.log(tau, run, "state", facts_version=ctx.versions["facts"], prev_state_version=prev_v,
              state_version=sv, state_digest=r["state_digest"])
     fault("after_state_commit", tau)
     if pend is not None:
-        av, r["answers_digest"] = _spark_commit(ctx, "answers", pend["answers"], smd, prev_v,
+        av, r["answers_digest"] = _spark_commit(ctx, "answers", pend["answers"], smd, txn,
                                                 r["counts"], what)
         tm.lap("commits (delta-spark)")
     else:
         av = delta.commit(ctx.tables["answers"], "answers", r["answer_actions"], mode="overwrite",
                           partition_filters=[("tick", "=", str(tau))],
-                          metadata={**md, "digest": r["answers_digest"]}, what=what)
+                          metadata={**md, "digest": r["answers_digest"], "txn": str(txn[1])},
+                          what=what, txn=txn)
     lake.log(tau, run, "answers", state_version=sv, answers_version=av,
              answers_digest=r["answers_digest"])
     fault("after_answers_commit", tau)
