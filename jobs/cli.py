@@ -159,8 +159,8 @@ def _tick_line(s: dict) -> str:
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
             f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}]"
-            + (f" (the same inputs as an earlier run: its commit{'s' if len(c['adopted']) > 1 else ''}"
-               f" {', '.join(c['adopted'])} kept)" if c.get("adopted") else ""))
+            + (f" (the same inputs as an earlier run: its commit(s) {', '.join(c['adopted'])}"
+               f" kept)" if c.get("adopted") else ""))
 
 
 def _spark_jobs(c: dict) -> str:

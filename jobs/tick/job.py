@@ -524,8 +524,8 @@ def _spark_commit(ctx: "TickContext", kind: str, df, md: dict, txn: tuple[str, i
     v, fresh = spark_delta.committed(path, kind, tau, app, version, ctx.run, what)
     if not fresh:
         counts.setdefault("adopted", []).append(f"{kind}@{v}")
-    files = [os.path.join(path, a["path"]) for a in
-             delta.add_actions(delta.open_table(path, v), tau, tau) if a.get("partition.tick") == tau]
+    adds = delta.add_actions(delta.open_table(path, v), tau, tau)
+    files = [os.path.join(path, a["path"]) for a in adds if a.get("partition.tick") == tau]
     return v, _digest_into(counts, kind, files)
 
 
