@@ -92,6 +92,12 @@ def with_user_metadata(md: dict) -> dict:
     return {**md, "userMetadata": json.dumps(um, separators=(",", ":"))}
 
 
+def commit_metadata(metadata: Optional[dict]) -> dict:
+    """A commit's hypo keys as strings (JSON for other values), with `userMetadata`."""
+    return with_user_metadata({k: (v if isinstance(v, str) else json.dumps(v))
+                               for k, v in (metadata or {}).items()})
+
+
 def _jsonable(v: Any) -> Any:
     if hasattr(v, "item"):
         v = v.item()
@@ -180,8 +186,7 @@ def commit(dt: DeltaTable, kind: str, actions: list, mode: str = "append",
     (-1 when not exclusive: appends retried by delta-rs).  txn: (app id, version) recorded
     as Delta's application transaction (jobs/table/spark_delta.py)."""
     read = dt.version()
-    md = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (metadata or {}).items()}
-    md = with_user_metadata(md)
+    md = commit_metadata(metadata)
     try:
         dt.create_write_transaction(
             actions, mode=mode, schema=arrow_schema(kind), partition_by=partition_by(kind) or None,

@@ -13,7 +13,6 @@ delta-rs (the in-process executors, the CLI) reads these commits like its own: t
 """
 from __future__ import annotations
 
-import json
 from deltalake import DeltaTable
 
 from schemas.lake import column_names
@@ -45,8 +44,7 @@ def write(df, path: str, kind: str, tau: int, metadata: dict, app: str, txn: int
     later one.  A concurrent writer of the same partition: delta.CommitConflict."""
     from pyspark.sql import functions as F
 
-    md = delta.with_user_metadata({k: (v if isinstance(v, str) else json.dumps(v))
-                                   for k, v in metadata.items()})["userMetadata"]
+    md = delta.commit_metadata(metadata)["userMetadata"]
     cols = [F.lit(tau).cast("long").alias("tick") if c == "tick" else F.col(c)
             for c in column_names(kind)]
     w = (df.select(cols).write.format("delta").mode("overwrite")

@@ -430,8 +430,8 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         if io.name == "spark" and SPARK_WRITER == "delta-spark":
             # written by delta-spark at the commits (run_tick), each write its own commit
             pending = {"state": state_frame_,
-                       "answers": _answers_select(B, answers_df if answers_df is not None
-                                                  else _no_answers(io))}
+                       "answers": (_answers_select(B, answers_df) if answers_df is not None
+                                   else _no_answers(io))}
             state_actions, answer_actions = [], []
         else:
             state_actions = io.write(state_frame_, lake.path("state"), state_dir, "state",
@@ -489,8 +489,6 @@ def _answers_select(B, answers_df):
 
     ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
     have = set(B.columns(answers_df))
-    if "json" in have:  # already the table's columns (_no_answers)
-        return answers_df
     items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
              B.alias(B.null(FLOAT), c_) if c_ == "confidence" and c_ not in have else
              B.alias(B.col(ren.get(c_, c_)), c_) for c_ in ANSWER_FILE_COLS]
