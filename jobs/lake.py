@@ -40,10 +40,10 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     from reasoning.columnar.engine import unsupported
     from reasoning.semantics.patterns import compile_templates
 
-    why = unsupported(compile_templates(cp.queries))
+    why = unsupported(cp, compile_templates(cp.queries))
     if why is not None:  # the state table's layout cannot hold its answers
-        raise LakeError(f"{program_path}: {why}; `hypo run --engine row` runs this program, "
-                        f"the lake cannot")
+        raise LakeError(f"{program_path}: {why}; `hypo run` answers this program (on the row "
+                        f"engine), the lake cannot")
     text = read_program_text(program_path)
     h = hashlib.sha256(text.encode()).hexdigest()
     if L.exists():

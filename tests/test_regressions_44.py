@@ -428,6 +428,52 @@ def test_offsets_adding_up_past_2_60_are_refused_by_every_command(tmp_path):
     compile_program(f"#query A(X, T).\nA(X, T) :- E(X, T+{k}).\n", "o.tdl")
 
 
+def test_a_template_of_more_than_62_literals_answers_alike_and_the_lake_refuses_it(tmp_path):
+    """Evidence is one int64 mask in the columnar executor and the lake's state table: a
+    template of 63 literals answered on the row engine and was refused by `--engine
+    columnar`.  Now every `hypo run` executor prints the row engine's bytes (the summary line
+    says why it ran on the row engine), `hypo check` notes it, and `hypo lake init` refuses
+    it in one line naming the rule and the limit; 62 literals run on every executor."""
+    from hypo_cli import main as hypo_main
+
+    body = lambda k: ", ".join(f"E{i}(X, T)" for i in range(k))  # noqa: E731
+
+    def hypo(*argv):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(err), pytest.raises(SystemExit) as ex:
+            raise SystemExit(hypo_main(list(argv)) or 0)
+        assert "Traceback" not in err.getvalue()
+        return ex.value.code, out.getvalue(), err.getvalue()
+
+    for k in (62, 63):
+        prog = tmp_path / f"p{k}.tdl"
+        prog.write_text(f"#query P(X, T).\nP(X, T) :- {body(k)}.\n")
+        lines = [json.dumps({"tick": 0, "fact": f"E{i}(a, 0)"}) for i in range(k)]
+        (tmp_path / "s.jsonl").write_text("\n".join(lines + ['{"tick": 1, "fact": "E0(b, 1)"}'])
+                                          + "\n")
+        stream = str(tmp_path / "s.jsonl")
+        why = (f"a template of P(X, T) has 63 literals (the rule at {prog}:2:1, 63 literals, "
+               f"is in each template through it); the columnar executor and the lake's state "
+               f"table take at most 62")
+        code, _, err = hypo("check", str(prog))
+        assert code == 0 and (why in err) == (k == 63), err
+        for fmt in ("text", "jsonl"):
+            runs = [hypo("run", str(prog), "--stream", stream, "--all", "--format", fmt,
+                         "--engine", *e) for e in ENGINES]
+            assert {(code, out) for code, out, _ in runs} == {(0, runs[0][1])}
+            assert ("P(a, 0)" if fmt == "text" else '"status": "definite"') in runs[0][1]
+            assert all(("(row engine: " + why in err) == (k == 63 and eng[0] == "columnar")
+                       for (_, _, err), eng in zip(runs, ENGINES))
+        code, _, err = hypo("lake", "--lake", str(tmp_path / f"lake{k}"), "init",
+                            "--program", str(prog))
+        if k == 63:
+            assert code == 2 and why in err and len(err.strip().splitlines()) == 1, err
+            assert not (tmp_path / f"lake{k}").exists()
+        else:
+            assert code == 0, err
+
+
 # ---------------------------------------------------------------- 44.10: the spool
 
 
@@ -537,8 +583,9 @@ def test_a_line_of_an_earlier_tick_is_refused_by_run_and_by_the_lake_alike(tmp_p
 @pytest.mark.timeout(900)
 def test_row_and_columnar_agree_at_the_limits(tmp_path_factory):
     """Random programs at the executors' limits — wide atoms and heads (past the C join's
-    64 key columns and the C formatter's 32), offsets up to 10^18 along chains of rules —
-    print the same bytes on every executor, or are refused alike (by pre-processing)."""
+    64 key columns and the C formatter's 32), offsets up to 10^18 along chains of rules,
+    templates of up to 63 literals — print the same bytes on every executor, or are refused
+    alike (by pre-processing)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -546,15 +593,19 @@ def test_row_and_columnar_agree_at_the_limits(tmp_path_factory):
 
     offsets = st.sampled_from([0, 1, -1, 3, 10 ** 17, 10 ** 18 - 1, -(10 ** 18 - 1)])
 
-    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck),
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
               derandomize=True)
     @given(st.sampled_from([1, 2, 33, 40, 65, 70]), st.booleans(), offsets, offsets,
-           st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=4))
-    def check(n, wide_head, o1, o2, facts):
+           st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=4),
+           st.sampled_from([0, 0, 2, 60, 61]))
+    def check(n, wide_head, o1, o2, facts, box):
         vs = ", ".join(f"X{i}" for i in range(n))
         hv = vs if wide_head else "X0"
         off = lambda o: "" if o == 0 else (f"+{o}" if o > 0 else str(o))  # noqa: E731
-        program = (f"#query P({hv}, T).\nQ({vs}, T) :- E({vs}, T{off(o1)}).\n"
+        # a box of `box` + 1 literals and the negated F: 63 literals at box = 61, past the
+        # columnar executor's evidence mask (the row engine runs it whatever --engine says)
+        e = f"Boxminus[0,{box}] E({vs}, T{off(o1)})" if box else f"E({vs}, T{off(o1)})"
+        program = (f"#query P({hv}, T).\nQ({vs}, T) :- {e}.\n"
                    f"P({hv}, T) :- Q({vs}, T{off(o2)}), not F(X0, T).\n")
         try:
             compile_program(program, "l.tdl")

@@ -174,7 +174,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
         ign += f", {reader.heartbeats} heartbeat(s)"
     if pruner is not None and pruner.prunes:
         ign += pruner.summary()
-    print(f"processed ticks 0..{tau - 1} ({sess.executor} engine): {accepted} facts accepted, "
+    why = f": {sess.unsupported}" if sess.unsupported and args.engine != "row" else ""
+    print(f"processed ticks 0..{tau - 1} ({sess.executor} engine{why}): {accepted} facts accepted, "
           f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected{ign}", file=err)
     return 1 if reader.rejected else 0
 
@@ -247,6 +248,13 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     cp = compile_file(args.program, args.query)
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
+    from reasoning.columnar.engine import unsupported
+    from reasoning.semantics.patterns import compile_templates
+
+    why = unsupported(cp, compile_templates(cp.queries))
+    if why is not None:  # answered alike by every `hypo run` executor, refused by the lake
+        print(f"{args.program}: note: {why}: `hypo run` answers it on the row engine whatever "
+              f"--engine says, `hypo lake init` refuses it", file=err or sys.stderr)
     out.write(dumps(cp) + "\n" if args.format == "json" else describe_text(cp))
     return 0
 

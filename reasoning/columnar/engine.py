@@ -53,16 +53,26 @@ from reasoning.columnar.window import admit, arrive, load_window, window_facts
 
 
 class Unsupported(HypoError):
-    """A program shape the columnar executor does not take (--engine row or auto run it)."""
+    """A program shape the columnar executor does not take (the session runs it on the row
+    engine, whatever --engine asked: the same answers; the lake refuses it at init)."""
 
 
-def unsupported(templates) -> Optional[str]:
-    """Why the columnar executor cannot run a program of these templates (None: it can)."""
+def unsupported(cp: CompiledProgram, templates) -> Optional[str]:
+    """Why the columnar executor cannot run a program of these templates (None: it can),
+    with the rule that makes the template long."""
+    from reasoning.language.metric import readable
+    from reasoning.language.preprocess import longest_rule
+
     for tp in templates:
         if len(tp.lits) > MAX_LITERALS:
-            return (f"a template of {tp.query.atom} has {len(tp.lits)} literals (the columnar "
-                    f"executor and the lake's state table take at most {MAX_LITERALS}: evidence "
-                    f"is an int64 bit mask)")
+            rule = longest_rule(cp.program, tp.query.atom.pred)
+            at = (f" (the rule at {rule.span.file}:{rule.span.line}:{rule.span.column}, "
+                  f"{len(rule.body)} literals, is in each template through it)"
+                  if rule is not None and rule.span.line else "")
+            return readable(
+                f"a template of {tp.query.atom} has {len(tp.lits)} literals{at}; the columnar "
+                f"executor and the lake's state table take at most {MAX_LITERALS}: evidence "
+                f"is one int64 bit mask")
     return None
 
 
@@ -83,9 +93,9 @@ class ColumnarEngine:
         self.forget = forget
         self.B = backend if backend is not None else PolarsBackend()
         self.templates: tuple[ETemplate, ...] = compile_templates(cp.queries)
-        why = unsupported(self.templates)
+        why = unsupported(cp, self.templates)
         if why is not None:
-            raise Unsupported(f"{why}; `hypo run --engine row` (or auto) runs it")
+            raise Unsupported(why)
         self.layouts = [Layout.of(tp) for tp in self.templates]
         self.strat = cp.analysis.stratification
         self.delays = cp.delays

@@ -338,6 +338,23 @@ def _lit_sort_key(l: Literal):
     return (not l.positive, t.var or "" if t else "", t.offset if t else 0, str(l.atom))
 
 
+def longest_rule(prog: Program, pred: str) -> Optional[Rule]:
+    """The rule with the longest body among those a query on `pred` reaches: the one that
+    makes its templates long (what an error about their length points at)."""
+    by_pred: dict[str, list[Rule]] = {}
+    for r in prog.rules:
+        if r.body:
+            by_pred.setdefault(r.head.pred, []).append(r)
+    reach, todo = set(), [pred]
+    while todo:
+        p = todo.pop()
+        if p not in reach:
+            reach.add(p)
+            todo.extend(l.atom.pred for r in by_pred.get(p, ()) for l in r.body)
+    rules = [r for p in reach for r in by_pred.get(p, ())]
+    return max(rules, key=lambda r: len(r.body)) if rules else None
+
+
 class Preprocessor:
     """Computes 𝐐 and P_Q for every query (002 §2 and Example 4)."""
 
@@ -486,14 +503,7 @@ class Preprocessor:
         if search_size(self.prog, self.idb).ways.get(query.pred, 0) > MAX_TEMPLATES:
             return self._budget_error(query, span, "ways", MAX_TEMPLATES)
 
-        reach, todo = set(), [query.pred]
-        while todo:
-            p = todo.pop()
-            if p not in reach:
-                reach.add(p)
-                todo.extend(l.atom.pred for r in self.rules_by_pred.get(p, ()) for l in r.body)
-        rules = [r for p in reach for r in self.rules_by_pred.get(p, ())]
-        worst = max(rules, key=lambda r: len(r.body)) if rules else None
+        worst = longest_rule(self.prog, query.pred)
         where = worst.span if worst is not None and worst.span.line else span
         return ProgramError(
             readable(f"pre-processing of {query} exceeds the budget of "

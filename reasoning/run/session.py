@@ -109,10 +109,15 @@ class Session:
         self.col = None
         self.renderer = None
         self.ex: Optional[Explainer] = None
-        self.unsupported: Optional[str] = None  # why auto stays on the row engine
+        self.unsupported: Optional[str] = None  # why the columnar executor cannot run it
         if engine == "columnar":
-            self._start_columnar()
-        else:
+            from reasoning.columnar import Unsupported
+
+            try:
+                self._start_columnar()
+            except Unsupported as e:  # the row engine runs it: one answer whichever executor
+                self.unsupported = str(e)
+        if self.col is None:
             self.row = Engine(cp, forget=forget)
             self.ex = Explainer(self.row)
 
