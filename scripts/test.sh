@@ -7,12 +7,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
-# Debian's PostgreSQL server for the real-scheduler test (Airflow's metadata database as in
-# production; the test starts its own server on loopback): installed where missing
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  echo "test: installing Debian's postgresql (the Airflow scheduler test's metadata database)" >&2
+# Debian packages some tests need, installed where missing: the PostgreSQL server for the
+# real-scheduler test (Airflow's metadata database as in production; the test starts its own
+# server on loopback) and headless chromium for the lifecycle report's browser test
+DEBS=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || DEBS+=(postgresql)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || DEBS+=(chromium)
+if [ "${#DEBS[@]}" -gt 0 ]; then
+  echo "test: installing Debian's ${DEBS[*]} (the Airflow scheduler and report browser tests)" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql >/dev/null
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${DEBS[@]}" \
+    >/dev/null
 fi
 export GX_ANALYTICS_ENABLED=false PYSPARK_PYTHON="$ROOT/.venv/bin/python"
 if [ -z "${HYPO_TEST_WORKERS:-}" ]; then
