@@ -44,7 +44,8 @@ class Reasoner:
     """One continuous query over a stream, fed a slice a tick (Algorithm 1 of 002 §6).
 
     executor: "row" (the reference executor), "columnar" (set at a time) or "auto" (row,
-    handing over to columnar at the first slice of ≥ 300 facts), as `hypo run --engine`.
+    handing over to columnar at the first slice past the program's crossover, 20–300 facts:
+    session.auto_threshold), as `hypo run --engine`.
     """
 
     def __init__(self, program: CompiledProgram | str, executor: str = "auto",

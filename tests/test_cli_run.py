@@ -261,6 +261,49 @@ def test_a_template_past_the_columnar_limit_runs_on_the_row_engine(tmp_path, cap
     assert outs[0].count('"status": "definite"') == len(lines) // 63
 
 
+def test_auto_hands_over_at_the_programs_crossover_and_v_says_why(tmp_path, capsys):
+    """`auto` hands over at 240 × templates / literals facts a slice, within 20..300 (issue
+    45.3: a window program of 25 templates stayed on the row engine at 120 facts a slice, 6×
+    slower); `-v` says which executor ran and why, on every --engine."""
+    from reasoning.language.compiler import compile_file, compile_program
+    from reasoning.run.session import auto_threshold
+    from reasoning.semantics.patterns import compile_templates
+
+    def at(cp):
+        return auto_threshold(compile_templates(cp.queries))
+
+    windows = ("#query P3(X, T).\nP1(X, T) :- Diamondminus[0,3] E1(X, T), Boxminus[0,1] E2(X, T).\n"
+               "P2(X, T) :- Diamondminus[0,2] P1(X, T), E3(X, T).\nP3(X, T) :- Boxminus[0,2] P2(X, T).\n")
+    assert at(compile_file(TDL)) == 120  # 2 templates, 4 literals
+    assert at(compile_file(str(EXAMPLES / "malfunction.tdl"))) == 80  # 1 template, 3 literals
+    assert at(compile_program(windows, "w.tdl")) == 29  # 25 templates, 211 literals
+    assert at(compile_program("#query P(X, T).\nP(X, T) :- " + ", ".join(
+        f"E{i}(X, T)" for i in range(40)) + ".\n", "l.tdl")) == 20  # the floor
+    assert at(compile_program("#query P(T).\nP(T) :- E(T), F(T).\n", "s.tdl")) == 120
+
+    prog = tmp_path / "w.tdl"
+    prog.write_text(windows)
+    stream = tmp_path / "s.jsonl"
+    rows = [{"tick": 0, "fact": f"E{e}(c{i}, 0)"} for e in (1, 2, 3) for i in range(5)]
+    rows += [{"tick": 1, "fact": f"E{e}(c{i}, 1)"} for e in (1, 2, 3) for i in range(10)]
+    stream.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    outs = {}
+    for engine in ("auto", "row", "columnar"):
+        rc, outs[engine], err = run(["run", str(prog), "--stream", str(stream), "-v",
+                                     "--engine", engine], capsys)
+        assert rc == 0
+        line = err.splitlines()[-1]
+        if engine == "auto":
+            assert line == ("executor: columnar engine from tick 1 (auto: the row engine until a "
+                            "slice of ≥ 29 facts, the crossover for 25 template(s) of 211 "
+                            "literal(s); tick 1 had 30)"), line
+        else:
+            assert line == f"executor: {engine} engine (--engine {engine})", line
+    assert outs["auto"] == outs["row"] == outs["columnar"]
+    rc, _, err = run(["run", TDL, "--stream", STREAM, "-v", "--engine", "auto"], capsys)
+    assert err.splitlines()[-1].endswith("of 4 literal(s); no slice had as many)"), err
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])

@@ -177,6 +177,8 @@ def _run_ticks(args, cp, reader: StreamReader, feed: Prefetched, out: TextIO,
     why = f": {sess.unsupported}" if sess.unsupported and args.engine != "row" else ""
     print(f"processed ticks 0..{tau - 1} ({sess.executor} engine{why}): {accepted} facts accepted, "
           f"{duplicates} duplicates ignored, {len(reader.rejected)} rejected{ign}", file=err)
+    if args.verbose:
+        print(f"executor: {sess.why()}", file=err)
     return 1 if reader.rejected else 0
 
 
@@ -309,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=ENGINES, default="auto",
                    help="executor of Algorithm 1: row (the reference), columnar "
                         "(set-at-a-time) or auto (row until a slice is large)")
+    r.add_argument("-v", "--verbose", action="store_true",
+                   help="also say on stderr which executor ran and why")
     r.add_argument("--backend", choices=BACKENDS, default=None,
                    help="what runs the set-at-a-time plan: arrays (numpy columns, compiled "
                         "joins; the default) or polars ($HYPO_BACKEND sets the default)")

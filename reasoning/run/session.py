@@ -1,7 +1,7 @@
 """One continuous query over a stream, whichever executor runs Algorithm 1: the row engine
 (engine.py, the reference executor), the set-at-a-time one (columnar/), or `auto`, which
 starts on the row engine and hands S_τ over to the columnar one at the first slice of at
-least `threshold` facts (the crossover measured by bench/engine.py --engine auto).
+least `threshold` facts — the program's crossover (auto_threshold).
 
 `lines` renders a tick's answer set exactly as `hypo run --format jsonl` prints it, with
 either executor (tests/test_columnar.py checks they print the same bytes).
@@ -18,8 +18,26 @@ from reasoning.semantics.explain import DEFINITE, Explainer, answer_key, static_
 from reasoning.semantics.patterns import Fact
 
 ENGINES = ("row", "columnar", "auto")
-AUTO_THRESHOLD = 300  # facts per slice from which the columnar executor is faster (bench/engine.py:
-# malfunction 500 facts/tick: columnar 9.9 ms vs row 23 ms; turbines 195 facts/tick: 31 vs 18 ms)
+# `auto` hands over at the first slice of auto_threshold(templates) facts: AUTO_PER_LITERAL ×
+# templates / literals, within [AUTO_MIN, AUTO_THRESHOLD].  Measured (bench/engine.py
+# --in-process, bench/windows.py; docs/performance.md "Row or columnar"): a columnar tick
+# costs ~0.6 ms a template whatever the slice's size, a row tick ~0.005 ms a fact and a
+# literal, so the crossover is at ~120 × templates / literals facts a slice (turbines ~55,
+# malfunction < 50, a window program of 25 templates and 211 literals < 36); twice that
+# leaves the row engine the small slices it is fastest on.
+AUTO_THRESHOLD = 300
+AUTO_MIN = 20
+AUTO_PER_LITERAL = 240
+
+
+def auto_threshold(templates) -> int:
+    """Facts per slice from which `auto` runs the program on the columnar executor: the
+    measured crossover for its templates' count and literals (see AUTO_PER_LITERAL)."""
+    n = len(templates)
+    lits = sum(len(tp.lits) for tp in templates)
+    if not n or not lits:
+        return AUTO_THRESHOLD
+    return max(AUTO_MIN, min(AUTO_THRESHOLD, -(-AUTO_PER_LITERAL * n // lits)))
 
 
 def default_until(eng, st) -> int:
@@ -95,13 +113,18 @@ class Session:
     """Algorithm 1 tick by tick on the chosen executor, and each tick's rendering."""
 
     def __init__(self, cp: CompiledProgram, engine: str = "auto", forget: bool = True,
-                 threshold: int = AUTO_THRESHOLD, backend=None):
+                 threshold: Optional[int] = None, backend=None):
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r} (row, columnar or auto)")
         self.cp = cp
         self.forget = forget
         self.mode = engine
-        self.threshold = threshold
+        if threshold is None:
+            from reasoning.semantics.patterns import compile_templates
+
+            threshold = auto_threshold(compile_templates(cp.queries))
+        self.threshold = threshold  # auto: facts a slice from which it runs columnar
+        self.handed_over: Optional[tuple[int, int]] = None  # auto: (tick, slice's facts)
         self.backend = backend
         self.tau = -1
         self.rep: Optional[TickReport] = None
@@ -162,7 +185,7 @@ class Session:
 
     def step(self, facts: list, tau: int) -> TickReport:
         """Algorithm 1 for tick τ (facts validated, as Engine.step)."""
-        self._auto(len(facts))
+        self._auto(len(facts), tau)
         if self.col is not None:
             self.rep = self.col.step(facts, tau, snapshot=False)
         else:
@@ -174,7 +197,7 @@ class Session:
     def step_slice(self, sl, tau: int) -> TickReport:
         """step() on a stream.Slice: the columnar executor takes its frames as they were
         read, the row engine its Fact objects."""
-        self._auto(len(sl))
+        self._auto(len(sl), tau)
         if self.col is None:
             return self.step(sl.facts(), tau)
         ready = sl.ready
@@ -193,7 +216,7 @@ class Session:
         if prep is not None and len(sl) and sl.columns() is None:
             sl.ready = (col.B.name, prep(sl.frames()))
 
-    def _auto(self, n: int) -> None:
+    def _auto(self, n: int, tau: int) -> None:
         """--engine auto: hand S_τ over to the columnar executor at the first slice of ≥
         threshold facts."""
         if self.mode == "auto" and self.col is None and n >= self.threshold \
@@ -202,8 +225,28 @@ class Session:
 
             try:
                 self._handover()
+                self.handed_over = (tau, n)
             except Unsupported as e:  # the row engine keeps S_τ: it runs the program
                 self.unsupported = str(e)
+
+    def why(self) -> str:
+        """Which executor ran and why (`hypo run --verbose`)."""
+        if self.mode != "auto":
+            if self.unsupported:
+                return f"row engine (--engine {self.mode}, but {self.unsupported})"
+            return f"{self.executor} engine (--engine {self.mode})"
+        from reasoning.semantics.patterns import compile_templates
+
+        tps = compile_templates(self.cp.queries)
+        rule = (f"auto: the row engine until a slice of ≥ {self.threshold} facts, the "
+                f"crossover for {len(tps)} template(s) of {sum(len(t.lits) for t in tps)} "
+                f"literal(s)")
+        if self.handed_over is not None:
+            tau, n = self.handed_over
+            return f"columnar engine from tick {tau} ({rule}; tick {tau} had {n})"
+        if self.unsupported:
+            return f"row engine ({rule}; {self.unsupported})"
+        return f"row engine ({rule}; no slice had as many)"
 
     def prune_main(self, keys: set) -> tuple[int, bool]:
         """Remove from S_τ the main query's non-definite answers whose answer_key is in
@@ -322,6 +365,6 @@ class Session:
         return static_horizons(self.row if self.row is not None else self.col.tool)
 
 
-__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "answers_at", "default_until", "quiet_margin",
+__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "auto_threshold", "answers_at", "default_until", "quiet_margin",
            "quiet_stretch",
            "DEFINITE"]

@@ -1,0 +1,170 @@
+"""Window programs (issue 45): hypo's executors against MeTeoR's semi-naive materialisation.
+
+A positive program of metric operators (`Diamondminus`, `Boxminus`) over three EDB
+predicates, `--constants` constants, `--ticks` ticks, each EDB atom true with probability
+`--p` at each tick (facts arrive on time).  Per executor (`auto`, the default; `row`;
+`columnar`) it times the run in process (Session.step tick by tick) and end to end (`hypo
+run --format jsonl` of the stream file, whose definite answers are compared), and MeTeoR 2.0.0 (004's reasoner, a test
+dependency) materialising the same facts (a fact at tick k as the interval (k−1, k]).  The
+definite answers after the last deadline are compared with MeTeoR's at the integer points
+(the run fails if they differ).  Figures only, nothing asserted.
+
+    .venv/bin/python bench/windows.py                      # 100 constants × 200 ticks
+    .venv/bin/python bench/windows.py --program w1 --constants 30 100 300 --ticks 100
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# (head, [(operator or None, lo, hi, predicate)]) per rule; the first rule's head is queried
+PROGRAMS = {
+    "w1": [("P2", [("Boxminus", 0, 1, "P1"), ("Diamondminus", 1, 3, "E3")]),
+           ("P1", [("Diamondminus", 0, 2, "E1"), (None, 0, 0, "E2")])],
+    "w2": [("P3", [("Boxminus", 0, 2, "P2")]),
+           ("P2", [("Diamondminus", 0, 2, "P1"), (None, 0, 0, "E3")]),
+           ("P1", [("Diamondminus", 0, 3, "E1"), ("Boxminus", 0, 1, "E2")])],
+}
+EDB = ("E1", "E2", "E3")
+
+
+def ours(rules) -> str:
+    def lit(op, lo, hi, p):
+        return f"{p}(X, T)" if op is None else f"{op}[{lo},{hi}] {p}(X, T)"
+    return (f"#query {rules[0][0]}(X, T).\n"
+            + "".join(f"{h}(X, T) :- {', '.join(lit(*b) for b in body)}.\n" for h, body in rules))
+
+
+def theirs(rules) -> list[str]:
+    def lit(op, lo, hi, p):
+        return f"{p}(X)" if op is None else f"{op}[{lo},{hi}]{p}(X)"
+    return [f"{h}(X):-" + ",".join(lit(*b) for b in body) for h, body in rules]
+
+
+def facts(constants: int, ticks: int, p: float, seed: int) -> list[tuple[str, str, int]]:
+    rnd = random.Random(seed)
+    return [(e, f"c{i}", t) for t in range(ticks) for e in EDB for i in range(constants)
+            if rnd.random() < p]
+
+
+def run_hypo(text: str, fs, ticks: int, engine: str) -> tuple[float, str]:
+    """In process (Session.step tick by tick, nothing rendered): seconds, the executor."""
+    from reasoning.language.compiler import compile_program
+    from reasoning.run.session import Session
+    from reasoning.semantics.patterns import Fact
+
+    cp = compile_program(text, "windows.tdl")
+    stream: dict = {}
+    for e, c, t in fs:
+        stream.setdefault(t, []).append(Fact(e, (c,), t))
+    t0 = time.perf_counter()
+    sess = Session(cp, engine=engine)
+    for tau in range(ticks + 8):  # every window's deadline passed (bounds ≤ 5)
+        sess.step(stream.get(tau, []), tau)
+    return time.perf_counter() - t0, sess.why()
+
+
+def run_cli(text: str, fs, ticks: int, engine: str) -> tuple[float, set]:
+    """End to end: `hypo run --format jsonl` of the stream file (process start included):
+    seconds, the definite answers (constant, tick) it printed."""
+    with tempfile.TemporaryDirectory() as d:
+        prog, stream = os.path.join(d, "w.tdl"), os.path.join(d, "w.jsonl")
+        Path(prog).write_text(text)
+        with open(stream, "w") as fh:
+            for e, c, t in sorted(fs, key=lambda f: f[2]):
+                fh.write(json.dumps({"tick": t, "fact": f"{e}({c}, {t})"}) + "\n")
+        t0 = time.perf_counter()
+        out = subprocess.run([str(ROOT / ".venv" / "bin" / "hypo"), "run", prog, "--stream",
+                              stream, "--format", "jsonl", "--engine", engine, "--until",
+                              str(ticks + 7)], check=True, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+    definite = set()
+    for line in out.stdout.splitlines():
+        o = json.loads(line)
+        if o.get("status") == "definite":
+            definite.add((o["substitution"]["X"], o["substitution"]["T"]))
+    return dt, definite
+
+
+def run_meteor(rules, fs, ticks: int, query: str) -> tuple[float, set]:
+    """MeTeoR's semi-naive materialisation: seconds, the query's atoms at integer points."""
+    return run_meteor_rules(theirs(rules), fs, ticks + 8, query)
+
+
+def run_meteor_rules(theirs: list[str], fs, upto: int, query: str) -> tuple[float, set]:
+    """MeTeoR on its own rule texts, the query's atoms at the integer points 0..upto − 1."""
+    from meteor_reasoner.materialization.materialize import materialize
+    from meteor_reasoner.utils.loader import load_dataset, load_program
+
+    runs: dict = {}  # consecutive ticks as one interval (MeTeoR's boxes need them coalesced)
+    for e, c, t in sorted(fs):
+        r = runs.setdefault((e, c), [])
+        if r and r[-1][1] == t - 1:
+            r[-1][1] = t
+        else:
+            r.append([t, t])
+    t0 = time.perf_counter()
+    data = load_dataset([f"{e}({c})@({lo - 1},{hi}]" for (e, c), r in runs.items()
+                         for lo, hi in r])
+    program = load_program(theirs)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints every iteration
+        materialize(data, program, mode="seminaive", K=20)
+    dt = time.perf_counter() - t0
+    out = set()
+    for ent, ivs in data.get(query, {}).items():
+        for t in range(upto):
+            if any((iv.left_value < t or (iv.left_value == t and not iv.left_open)) and
+                   (t < iv.right_value or (t == iv.right_value and not iv.right_open))
+                   for iv in ivs):
+                out.add((ent[0].name, t))
+    return dt, out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--program", choices=sorted(PROGRAMS), nargs="+", default=["w2"])
+    ap.add_argument("--constants", type=int, nargs="+", default=[100])
+    ap.add_argument("--ticks", type=int, default=200)
+    ap.add_argument("--p", type=float, default=0.4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--engine", nargs="+", default=["auto", "row", "columnar"])
+    args = ap.parse_args(argv)
+    print("| program | constants × ticks | facts | what | in process s | `hypo run` s | "
+          "definite | executor |\n|---|---|---|---|---|---|---|---|")
+    for name in args.program:
+        rules = PROGRAMS[name]
+        text = ours(rules)
+        for n in args.constants:
+            fs = facts(n, args.ticks, args.p, args.seed)
+            ms, mdef = run_meteor(rules, fs, args.ticks, rules[0][0])
+            size = f"{n} × {args.ticks}"
+            print(f"| {name} | {size} | {len(fs)} | MeTeoR semi-naive | {ms:.2f} | – | "
+                  f"{len(mdef)} | – |", flush=True)
+            for eng in args.engine:
+                s, why = run_hypo(text, fs, args.ticks, eng)
+                e2e, d = run_cli(text, fs, args.ticks, eng)
+                if d != mdef:
+                    print(f"DISAGREE {name} {n} {eng}: ours−MeTeoR {sorted(d - mdef)[:5]}, "
+                          f"MeTeoR−ours {sorted(mdef - d)[:5]}", file=sys.stderr)
+                    return 1
+                print(f"| {name} | {size} | {len(fs)} | hypo `{eng}` | {s:.2f} | {e2e:.2f} | "
+                      f"{len(d)} | {why} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import __main__
+    __main__.__file__ = __file__  # (see scripts/setup.sh: PySpark's connect check)
+    sys.exit(main())
