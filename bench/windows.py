@@ -11,6 +11,7 @@ definite answers after the last deadline are compared with MeTeoR's at the integ
 
     .venv/bin/python bench/windows.py                      # 100 constants × 200 ticks
     .venv/bin/python bench/windows.py --program w1 --constants 30 100 300 --ticks 100
+    .venv/bin/python bench/windows.py --family 210 --constants 3 --ticks 20 [--bound 10]
 """
 from __future__ import annotations
 
@@ -132,6 +133,103 @@ def run_meteor_rules(theirs: list[str], fs, upto: int, query: str) -> tuple[floa
     return dt, out
 
 
+def family(n: int, seed: int, hi_max: int = 5) -> list[tuple[str, list[str], bool]]:
+    """Issue 45's family: 2–4 levels of IDB predicates over E1, E2, 1–2 rules each of 1–3
+    window literals (boxes, diamonds, Since) with bounds up to hi_max over the two levels
+    below: (our text, MeTeoR's rules, whether it has a Since — MeTeoR 2.0.0's Since does
+    not follow 004's definition, tests/test_metric.py, so those are not compared)."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        levels = rnd.randint(2, 4)
+        ours, theirs, since = [], [], False
+        for level in range(1, levels + 1):
+            lower = ["E1", "E2"] + [f"P{j}" for j in range(max(1, level - 2), level)]
+            for _ in range(rnd.randint(1, 2)):
+                lits, mlits = [], []
+                for _ in range(rnd.randint(1, 3)):
+                    op = "Since" if rnd.random() < 0.1 else rnd.choice(["Boxminus",
+                                                                        "Diamondminus"])
+                    lo = rnd.randint(0, 2)
+                    hi = min(hi_max, lo + rnd.randint(0, hi_max))
+                    p, q = rnd.choice(lower), rnd.choice(lower)
+                    if op == "Since":
+                        since = True
+                        lits.append(f"{p}(X, T) Since[{lo},{hi}] {q}(X, T)")
+                        mlits.append(f"{p}(X)Since[{lo},{hi}]{q}(X)")
+                    else:
+                        lits.append(f"{op}[{lo},{hi}] {p}(X, T)")
+                        mlits.append(f"{op}[{lo},{hi}]{p}(X)")
+                ours.append(f"P{level}(X, T) :- {', '.join(lits)}.")
+                theirs.append(f"P{level}(X):-" + ",".join(mlits))
+        out.append((f"#query P{levels}(X, T).\n" + "\n".join(ours) + "\n", theirs, since))
+    return out
+
+
+def run_family(n: int, seed: int, hi_max: int, constants: int, ticks: int) -> int:
+    """Per program: `hypo check` (compile, in process) and a run's seconds, refused or
+    not, and — without Since — agreement with MeTeoR after the last deadline."""
+    from reasoning.language.compiler import compile_program
+    from reasoning.language.errors import ProgramError
+
+    rnd = random.Random(seed + 1)
+    stats = {"programs": n, "refused unfolded": 0, "refused": 0, "kept": 0, "agree": 0,
+             "disagree": 0, "not compared (Since)": 0}
+    worst_check = worst_run = 0.0
+    bad = []
+    for text, rules, since in family(n, seed, hi_max):
+        try:
+            compile_program(text, "f.tdl", modular="never")
+        except ProgramError:
+            stats["refused unfolded"] += 1
+        t0 = time.perf_counter()
+        try:
+            cp = compile_program(text, "f.tdl")
+        except ProgramError as e:
+            stats["refused"] += 1
+            bad.append(("refused", text, e.message[:120]))
+            continue
+        worst_check = max(worst_check, time.perf_counter() - t0)
+        stats["kept"] += bool(cp.modular)
+        fs = [(e, f"c{i}", t) for t in range(ticks) for e in EDB[:2] for i in range(constants)
+              if rnd.random() < 0.6]
+        t0 = time.perf_counter()
+        _, got = _run_until(cp, fs, ticks + 4 * (hi_max + 1) + 4)
+        worst_run = max(worst_run, time.perf_counter() - t0)
+        if since:
+            stats["not compared (Since)"] += 1
+            continue
+        _, want = run_meteor_rules(theirs=rules, fs=fs, upto=ticks, query=cp.main.atom.pred)
+        got = {(c, t) for c, t in got if t < ticks}  # (every deadline of those has passed)
+        if got == want:
+            stats["agree"] += 1
+        else:
+            stats["disagree"] += 1
+            bad.append(("disagree", text, sorted(got ^ want)[:6]))
+    print(json.dumps(stats))
+    print(f"slowest hypo check {worst_check:.3f} s, slowest run {worst_run:.3f} s")
+    for b in bad[:5]:
+        print(*b, sep="\n  ")
+    return 0 if not bad else 1
+
+
+def _run_until(cp, fs, until: int) -> tuple[float, set]:
+    from reasoning.run.session import Session
+    from reasoning.semantics.patterns import Fact
+
+    stream: dict = {}
+    for e, c, t in fs:
+        stream.setdefault(t, []).append(Fact(e, (c,), t))
+    sess = Session(cp)
+    got = set()
+    t0 = time.perf_counter()
+    for tau in range(until + 1):
+        sess.step(stream.get(tau, []), tau)
+        got |= {(o["substitution"]["X"], o["substitution"]["T"])
+                for o in sess.objects(False, False, True) if o["status"] == "definite"}
+    return time.perf_counter() - t0, got
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--program", choices=sorted(PROGRAMS), nargs="+", default=["w2"])
@@ -140,7 +238,13 @@ def main(argv=None) -> int:
     ap.add_argument("--p", type=float, default=0.4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--engine", nargs="+", default=["auto", "row", "columnar"])
+    ap.add_argument("--family", type=int, metavar="N",
+                    help="instead: N random programs of issue 45's family (--bound, "
+                         "--constants, --ticks of their streams)")
+    ap.add_argument("--bound", type=int, default=5, help="--family: window bounds up to")
     args = ap.parse_args(argv)
+    if args.family:
+        return run_family(args.family, args.seed, args.bound, args.constants[0], args.ticks)
     print("| program | constants × ticks | facts | what | in process s | `hypo run` s | "
           "definite | executor |\n|---|---|---|---|---|---|---|---|")
     for name in args.program:

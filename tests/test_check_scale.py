@@ -38,20 +38,20 @@ def chain(n: int, offset: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def error_of(text: str) -> ProgramError:
+def error_of(text: str, modular: str = "auto") -> ProgramError:
     """The ProgramError of compiling `text` (fails if none)."""
     with pytest.raises(ProgramError) as exc:
-        compile_program(text, FILE)
+        compile_program(text, FILE, modular=modular)
     return exc.value
 
 
-def hypo_check(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+def hypo_check(tmp_path: Path, text: str, *opts: str) -> subprocess.CompletedProcess:
     """`hypo check FILE` in a subprocess."""
     prog = tmp_path / FILE
     prog.write_text(text, encoding="utf-8")
     hypo = ROOT / ".venv" / "bin" / "hypo"
     cmd = [str(hypo)] if hypo.exists() else [sys.executable, "-m", "reasoning.cli.main"]
-    return subprocess.run([*cmd, "check", str(prog)], cwd=ROOT, capture_output=True,
+    return subprocess.run([*cmd, "check", str(prog), *opts], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -61,7 +61,11 @@ def hypo_check(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("k", [12, 20])
 def test_exploding_program_names_the_rule_and_the_count(k):
-    err = error_of(exploding(k))
+    """Unfolded (--modular never) the budget's error names the rule; by default modular
+    evaluation keeps the A_i out of P's templates and the program is answered
+    (tests/test_modular.py)."""
+    assert compile_program(exploding(k), FILE).modular
+    err = error_of(exploding(k), "never")
     line = 1 + 2 * (k + 1) + 1  # the #query, two #delay lines per i, then the rule
     assert (err.span.file, err.span.line, err.span.column) == (FILE, line, 1), err.format()
     assert f"exceeds the budget of {MAX_TEMPLATES} templates" in err.message
@@ -76,7 +80,7 @@ def test_exploding_program_names_the_rule_and_the_count(k):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("k", [12, 20])
 def test_exploding_program_cli_exits_2_without_traceback(tmp_path, k):
-    p = hypo_check(tmp_path, exploding(k))
+    p = hypo_check(tmp_path, exploding(k), "--modular", "never")
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr
     assert f"{FILE}:{1 + 2 * (k + 1) + 1}:1: error:" in p.stderr
@@ -107,9 +111,10 @@ def test_exponential_failing_search_stops_at_the_step_budget():
              "Z(a, T) :- W(T)."]
     for i in range(k + 1):
         lines += [f"A{i}(b, T) :- B{i}(T).", f"A{i}(b, T) :- C{i}(T)."]
-    err = error_of("\n".join(lines) + "\n")
+    err = error_of("\n".join(lines) + "\n", "never")
     assert err.span.line == 2, err.format()
     assert "resolution steps" in err.message and "this rule alone" in err.message
+    assert compile_program("\n".join(lines) + "\n", FILE).modular  # (by default: kept)
 
 
 # --------------------------------------------------------------------------- (b) long bodies

@@ -419,7 +419,7 @@ def _meteor_literal(item) -> str:
     return f"{kind}[{lo},{hi}]{p}(X)"
 
 
-def _meteor_answers(rules, facts, upto: int) -> set:
+def _meteor_answers(rules, facts, upto: int, query: str = "P2") -> set:
     from meteor_reasoner.materialization.materialize import materialize
     from meteor_reasoner.utils.loader import load_dataset, load_program
 
@@ -435,7 +435,7 @@ def _meteor_answers(rules, facts, upto: int) -> set:
     with contextlib.redirect_stdout(io.StringIO()):  # it prints every iteration
         assert materialize(data, program, mode="naive", K=20)  # a fixpoint: nonrecursive
     out = set()
-    for ent, ivs in data.get("P2", {}).items():
+    for ent, ivs in data.get(query, {}).items():
         for t in range(upto + 1):
             if any((iv.left_value < t or (iv.left_value == t and not iv.left_open)) and
                    (t < iv.right_value or (t == iv.right_value and not iv.right_open))

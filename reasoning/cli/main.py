@@ -21,6 +21,7 @@ from reasoning.run.changes import Changes
 from reasoning.columnar.backends.choice import BACKENDS, default_backend
 from reasoning.language.compiler import compile_file, describe_text, dumps
 from reasoning.language.errors import HypoError, ProgramError
+from reasoning.language.modular import MODES
 from reasoning.semantics.explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
 from reasoning.run.pruning import Pruner, wants_confidence
 from reasoning.run.runreport import RunReport
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             elif isinstance(e, FileExistsError):  # makedirs met a file on the way
                 reason = "a part of its folder is a file, not a directory"
             raise HypoError(f"--report {args.report}: {reason}") from None
-    cp = compile_file(args.program, args.query)
+    cp = compile_file(args.program, args.query, args.modular)
     for w in cp.warnings:
         print(w.format(), file=err)
     with open_stream(args.stream) as fh:
@@ -247,7 +248,7 @@ def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> No
 
 
 def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -> int:
-    cp = compile_file(args.program, args.query)
+    cp = compile_file(args.program, args.query, args.modular)
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
     from reasoning.columnar.engine import unsupported
@@ -285,6 +286,14 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _modular_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--modular", choices=MODES, default=None,
+                   help="modular evaluation (docs/language.md): auto (the default, "
+                        "$HYPO_MODULAR) unfolds every IDB literal unless P_Q would exceed "
+                        "pre-processing's budgets; always keeps every IDB literal out of its "
+                        "callers' templates (a derived hypothesis); never unfolds all")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hypo", description="Hypothetical answers to continuous "
                                 "queries over data streams (Temporal Datalog with negation).")
@@ -294,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("program")
     c.add_argument("--query", help="the main query atom, e.g. 'OK(X, T)'")
     c.add_argument("--format", choices=["text", "json"], default="text")
+    _modular_arg(c)
     r = sub.add_parser("run", help="run a program over a JSON-lines stream")
     r.add_argument("program")
     r.add_argument("--stream", required=True,
@@ -301,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                         'from a pipe each tick is answered once complete; a heartbeat '
                         '{"tick": 7} completes the ticks before 7)')
     r.add_argument("--query")
+    _modular_arg(r)
     r.add_argument("--until", type=tick_arg, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")
     r.add_argument("--all-queries", action="store_true", help="also the auxiliary queries")

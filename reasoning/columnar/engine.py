@@ -63,6 +63,9 @@ def unsupported(cp: CompiledProgram, templates) -> Optional[str]:
     from reasoning.language.metric import readable
     from reasoning.language.preprocess import longest_rule
 
+    if cp.modular:
+        return (f"modular evaluation keeps {', '.join(sorted(cp.modular))} as derived "
+                f"literals, which only the row engine decides yet")
     for tp in templates:
         if len(tp.lits) > MAX_LITERALS:
             rule = longest_rule(cp.program, tp.query.atom.pred)

@@ -4,12 +4,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from reasoning.language.analysis import Analysis, Delays, analyse
 from reasoning.language.errors import ProgramError, ProgramWarning
+from reasoning.language.modular import MODES, choose
 from reasoning.language.preprocess import Query, build_queries
 from reasoning.language.syntax import Atom, Lrp, Program, Span, Time, Var
 
@@ -25,6 +27,7 @@ class CompiledProgram:
     domain: tuple[str, ...]
     text_hash: str
     warnings: tuple[ProgramWarning, ...] = ()
+    modular: frozenset = frozenset()  # IDB predicates kept as derived literals (modular.py)
 
     @property
     def main(self) -> Query:
@@ -105,6 +108,8 @@ class CompiledProgram:
                  "rules": [str(self.program.rules[i]) for i in t.rules]}
                 for t in self.program.translations
             ]
+        if self.modular:  # only for programs under modular evaluation
+            out["modular"] = sorted(self.modular)
         return out
 
 
@@ -112,8 +117,10 @@ def _query_time_ok(q: Atom) -> bool:
     return q.time is None or q.time.var is None or q.time.offset == 0
 
 
-def compile_program(text: str, file: str = "<input>", query: Optional[str] = None) -> CompiledProgram:
-    """Parse, check, analyse and pre-process a program (raises ProgramError on bad input)."""
+def compile_program(text: str, file: str = "<input>", query: Optional[str] = None,
+                    modular: Optional[str] = None) -> CompiledProgram:
+    """Parse, check, analyse and pre-process a program (raises ProgramError on bad input).
+    modular: auto, never or always (modular.py; default $HYPO_MODULAR, else auto)."""
     from reasoning.language.parser import parse_atom, parse_program_with_spans
     from reasoning.language.wellformed import (check_program, delay_warnings, edb_predicates, idb_predicates,
                              predicate_arities)
@@ -147,7 +154,17 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     an = analyse(prog, idb, edb, arities)
     _check_termination(prog, an, qspan)
     delays = Delays.from_decls(prog.delays)
-    queries = build_queries(prog, prog.query, set(idb), edb, qspan)
+    mode = modular or os.environ.get("HYPO_MODULAR") or "auto"
+    if mode not in MODES:
+        raise ValueError(f"modular evaluation: {mode!r} is not one of {', '.join(MODES)}")
+    kept = choose(prog, an, mode) if mode == "always" else frozenset()
+    try:
+        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
+    except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
+        kept = choose(prog, an, mode) if mode == "auto" and "budget" in e.message else kept
+        if not kept:
+            raise
+        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
     consts = set(prog.domain)
     for r in list(prog.rules) + list(prog.facts):
         for a in [r.head] + [l.atom for l in r.body]:
@@ -160,7 +177,7 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     domain = tuple(sorted(consts))
     h = hashlib.sha256(text.encode()).hexdigest()
     warns = tuple(ProgramWarning(m, sp, prog.source) for sp, m in delay_warnings(prog, spans))
-    return CompiledProgram(prog, an, delays, queries, domain, h, warns)
+    return CompiledProgram(prog, an, delays, queries, domain, h, warns, kept)
 
 
 def _check_termination(prog: Program, an: Analysis, qspan: Span) -> None:
@@ -205,9 +222,10 @@ def read_program_text(path: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def compile_file(path: str, query: Optional[str] = None) -> CompiledProgram:
+def compile_file(path: str, query: Optional[str] = None,
+                 modular: Optional[str] = None) -> CompiledProgram:
     """Compile a program file."""
-    return compile_program(read_program_text(path), str(path), query)
+    return compile_program(read_program_text(path), str(path), query, modular)
 
 
 def describe_text(cp: CompiledProgram) -> str:
@@ -237,6 +255,9 @@ def describe_text(cp: CompiledProgram) -> str:
     lines += ["  " + s for s in an.stratification.describe()]
     if cp.domain:
         lines += ["", f"domain: {', '.join(cp.domain)}"]
+    if cp.modular:
+        lines += ["", f"modular evaluation: {', '.join(sorted(cp.modular))} stay derived "
+                      f"literals of their callers, decided by their auxiliary queries"]
     lines += ["", "queries:"]
     for q in cp.queries:
         tag = "main" if q.main else "auxiliary"

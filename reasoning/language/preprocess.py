@@ -49,6 +49,9 @@ class Template:
     # lower bounds var >= k from resolved (intermediate) atoms, whose times must be natural
     time_min: tuple[tuple[str, int], ...] = ()
     periodic: tuple[tuple[str, TimeDomain], ...] = ()
+    # literals kept by modular evaluation (positive, of an IDB predicate): decided by the
+    # answers of their auxiliary query at step 3, not unfolded (issue 45)
+    derived: tuple[int, ...] = ()
 
     def variables(self) -> tuple[str, ...]:
         out: set[str] = set(self.head.variables())
@@ -358,9 +361,11 @@ def longest_rule(prog: Program, pred: str) -> Optional[Rule]:
 class Preprocessor:
     """Computes 𝐐 and P_Q for every query (002 §2 and Example 4)."""
 
-    def __init__(self, prog: Program, idb: set[str], rigid: Mapping[str, int]):
+    def __init__(self, prog: Program, idb: set[str], rigid: Mapping[str, int],
+                 modular: frozenset = frozenset()):
         self.prog = prog
         self.idb = idb
+        self.modular = modular  # IDB predicates kept as derived literals (modular.py)
         self.rigid = dict(rigid)
         self.rules_by_pred: dict[str, list[Rule]] = {}
         for r in prog.rules:
@@ -421,7 +426,7 @@ class Preprocessor:
             steps += 1
             if steps > self.max_steps:
                 raise self._budget_error(query, span, "steps", self.max_steps)
-            while todo is not None and not self._selectable(todo[0]):
+            while todo is not None and not self._selectable(todo[0], todo[1]):
                 # kept cells carry their list's length: the literals budget is checked as
                 # a goal grows (one template of a box over a box can hold 10⁵ literals)
                 kept, todo = (todo[0], kept, (kept[2] if kept else 0) + 1), todo[3]
@@ -465,11 +470,13 @@ class Preprocessor:
                 out.append((_push(step[0], level + 1, rule, rest), kept, step[1], resolved))
         return out
 
-    def _selectable(self, l: Literal) -> bool:
+    def _selectable(self, l: Literal, level: int = 1) -> bool:
         """Positive IDB, rigid or periodic literals are resolved; EDB and negated ones are
-        hypotheses (negated periodic ones are decided by _finish_cases)."""
-        return l.positive and (l.atom.pred in self.idb or l.atom.pred in self.rigid
-                               or l.atom.pred in self.periodic)
+        hypotheses (negated periodic ones are decided by _finish_cases), and so are the
+        derived literals of modular evaluation — below the query itself (level 0)."""
+        return l.positive and (
+            (l.atom.pred in self.idb and (level == 0 or l.atom.pred not in self.modular))
+            or l.atom.pred in self.rigid or l.atom.pred in self.periodic)
 
     def _budget_error(self, query: Atom, span: Span, kind: str, limit: int) -> ProgramError:
         """The search exceeds a budget: blame the rule whose alternatives multiply (issue 11)."""
@@ -670,8 +677,10 @@ class Preprocessor:
             t = _term_of(query, head, v)
             if t is not None and t != v:
                 theta.append((v, t))
+        derived = tuple(i for i, l in enumerate(lits)
+                        if l.positive and l.atom.pred in self.modular)
         return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min,
-                        periodic)
+                        periodic, derived)
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
         """Minimal hypothesis sets (000 Example 6): drop a template subsumed by a strictly
@@ -918,9 +927,10 @@ def _is_general(a: Atom) -> bool:
 
 
 def build_queries(prog: Program, main: Atom, idb: set[str], edb: Mapping[str, int],
-                  span: Span) -> tuple[Query, ...]:
-    """The set 𝐐 (main query first) with P_Q for each, iterated until no fresh query (Ex. 4)."""
-    pre = Preprocessor(prog, idb, prog.rigid)
+                  span: Span, modular: frozenset = frozenset()) -> tuple[Query, ...]:
+    """The set 𝐐 (main query first) with P_Q for each, iterated until no fresh query (Ex. 4):
+    one for each negated literal and each derived one (modular evaluation)."""
+    pre = Preprocessor(prog, idb, prog.rigid, modular)
     queries: list[Query] = [Query(0, main, True, pre.templates(main, span))]
     by_pred: dict[str, int] = {}
     if _is_general(main):
@@ -928,8 +938,8 @@ def build_queries(prog: Program, main: Atom, idb: set[str], edb: Mapping[str, in
     i = 0
     while i < len(queries):
         for t in queries[i].templates:
-            for l in t.literals:
-                if l.positive or l.atom.pred in by_pred:
+            for k, l in enumerate(t.literals):
+                if (l.positive and k not in t.derived) or l.atom.pred in by_pred:
                     continue
                 aux = aux_query_atom(l.atom, len(l.atom.args))
                 qid = len(queries)

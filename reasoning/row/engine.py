@@ -18,6 +18,7 @@ from typing import Iterable, NamedTuple, Optional
 from reasoning.language.compiler import CompiledProgram
 from reasoning.semantics.answer import Answer, TickReport
 from reasoning.semantics.exact import Answered, Exactness, heads_of
+from reasoning.semantics.explain import static_horizons
 from reasoning.util.gcpause import frozen_survivors
 from reasoning.semantics.patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
 from reasoning.semantics.regions import TRUE, cover_of, partition
@@ -65,6 +66,14 @@ class Engine:
                     for i in tp.pos)
             for tp in self.templates
         ]
+        # pred -> [(tpl, lit index)]: derived literals (modular evaluation, _seed_derived)
+        self.by_der: dict = defaultdict(list)
+        for tp in self.templates:
+            for i in tp.der:
+                self.by_der[tp.lits[i].pred].append((tp, i))
+        self._lookups: Optional[tuple] = None  # (look_both, in_both) of the tick
+        self.ahead = self._ahead()  # derived pred -> head times step 2 creates ahead of τ
+        self._created_to: dict[int, int] = {}  # template -> last head time step 2 created
         self.retention = self._retention()
         self._delay_cache: dict = {}
         self.exact = Exactness(self.templates, self.delays, cp.analysis.rigid)
@@ -72,8 +81,9 @@ class Engine:
         # watched answers (may_ng) and ground answers checked once when new: those of a
         # template with negation (a piece of step 3 may wait for an arrived fact) or whose
         # head predicate's definite heads are remembered
-        self._born_check = [len(tp.lits) > 1 and (
-            bool(tp.neg) or tp.head.pred in self.answered.horizons) for tp in self.templates]
+        self._born_check = [(len(tp.lits) > 1 or bool(tp.der)) and (
+            bool(tp.neg or tp.der) or tp.head.pred in self.answered.horizons)
+            for tp in self.templates]
         self._track = [m or c for m, c in zip(self.exact.may_ng, self._born_check)]
         self.watch: set[Answer] = set()  # answers exact refinement may change (exact.py)
         self._born: set[Answer] = set()  # watched answers added this tick
@@ -116,14 +126,14 @@ class Engine:
             if i in a.ev:
                 continue
             args, t = insts[i]
-            if lp.positive:
+            if lp.positive and not lp.derived:
                 if t is None:
                     entries.append((self.wake_p, lp.pred))
                 elif None in args:
                     entries.append((self.wake_pt, (lp.pred, t)))
                 else:
                     entries.append((self.wake_ground, (lp.pred, args, t)))
-            elif t is not None:
+            elif t is not None:  # negated or derived: decided at step 3
                 entries.append((self.neg_index, (lp.pred, t)))
         entries.append((self.head_index, (tp.head.pred, ht)))
         if ht is not None and None not in hargs:
@@ -213,7 +223,7 @@ class Engine:
             return False
         for i in a.ev:
             lp = tp.lits[i]
-            if not lp.positive:
+            if not lp.positive or lp.derived:
                 return False
             args, t = lp.instantiate(a.b)
             if not in_both(lp.pred, args, t):
@@ -256,7 +266,7 @@ class Engine:
                 continue
             if t < 0:
                 return None
-            if i in ev or not lits[i].positive:
+            if i in ev or not lits[i].positive or lits[i].derived:
                 continue
             e = t + delta(lits[i].pred, args)
             if exp is None or e < exp:
@@ -405,7 +415,11 @@ class Engine:
         # exact instances: split off the past instances of unbound time variables (exact.py)
         self._split_first(tau, slice_)
         # step 3: negated hypotheses, in the topological order of the p_t
-        self._step3(tau)
+        self._lookups = (look_both, in_both)
+        try:
+            self._step3(tau)
+        finally:
+            self._lookups = None
         # exact instances of the waiting answers (exact.py)
         self._exact(tau, slice_)
         # window update: facts of D|τ that may still be matched as hypotheses
@@ -517,16 +531,50 @@ class Engine:
             self._refine(a, tau, lk, fresh, split, False)
         self._info.clear()
 
+    def _ahead(self) -> dict[str, int]:
+        """Per derived predicate p (modular evaluation), how far ahead of τ its callers
+        read it: a caller's answer at τ waits for p at τ + k, and step 3 can decide p(…,
+        τ + k) at τ only if its answer exists — unfolded, the caller's own literals would be
+        decided then.  Step 2 creates p's answers up to τ + ahead(p), each head time once."""
+        ahead: dict[str, int] = {}
+        for _ in range(len(self.templates) + 1):
+            changed = False
+            for tp in self.templates:
+                base = ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
+                for i in tp.der:
+                    lp = tp.lits[i]
+                    if lp.tvar is None or lp.tvar != tp.head.tvar:
+                        continue
+                    k = base + lp.toff - tp.head.toff
+                    if k > ahead.get(lp.pred, 0):
+                        ahead[lp.pred] = k
+                        changed = True
+            if not changed:
+                break
+        return ahead
+
     def _step2(self, tp: ETemplate, tau: int, present=None) -> None:
         """Algorithm 1, step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if every positive
-        element of Hσ is potentially future (w.r.t. τ) and none has arrived (exact.py)."""
+        element of Hσ is potentially future (w.r.t. τ) and none has arrived (exact.py);
+        for a derived predicate read ahead (_ahead), the head times up to τ + ahead(p) not
+        created before."""
+        k = self.ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
+        if k <= 0:
+            self._step2_at(tp, tau, tau, present)
+            return
+        for ht in range(self._created_to.get(tp.tid, tau - 1) + 1, tau + k + 1):
+            self._step2_at(tp, ht, tau, present)
+        self._created_to[tp.tid] = tau + k
+
+    def _step2_at(self, tp: ETemplate, ht: int, tau: int, present=None) -> None:
+        """Step 2's answer of tp with head time ht (τ, or later for _ahead)."""
         h = tp.head
         b = list(tp.empty_binding())
         if h.tvar is None:
-            if h.toff != tau:
+            if h.toff != ht:
                 return
         else:
-            b[h.tvar] = tau - h.toff  # the variable may be negative, the head time is τ
+            b[h.tvar] = ht - h.toff  # the variable may be negative, the head time is ht
         b = tuple(b)
         if present is not None and self.exact.arrived_ground(tp, b, present):
             return
@@ -548,17 +596,64 @@ class Engine:
             queued.add((pred, t))
             heapq.heappush(heap, (self.strat.key(pred, t), pred, t))
 
+        def became_definite(answers) -> None:
+            todo = list(answers)
+            while todo:
+                a = todo.pop()
+                tp = self.templates[a.tid]
+                hargs, ht = tp.head.instantiate(a.b)
+                if ht is not None:
+                    push(tp.head.pred, ht)
+                if tp.head.pred in self.by_der:
+                    todo.extend(n for n in self._seed_derived(a, tau) if self.is_definite(n))
+
+        if self.by_der:
+            became_definite([a for a in self.fresh_definite
+                             if self.templates[a.tid].head.pred in self.by_der])
         for (pred, t) in list(self.neg_index):
             if t <= tau or any(self.is_definite(a) for a in self._L(pred, t)):
                 push(pred, t)
         while heap:
             _, pred, t = heapq.heappop(heap)
-            became = self._process_node(pred, t, tau)
-            for a in became:
-                tp = self.templates[a.tid]
-                hargs, ht = tp.head.instantiate(a.b)
-                if ht is not None:
-                    push(tp.head.pred, ht)
+            became_definite(self._process_node(pred, t, tau))
+
+    def _seed_derived(self, d: Answer, tau: int) -> list[Answer]:
+        """Step 1(a) for a derived atom (modular evaluation, issue 45): a ground answer d of
+        p definite at τ seeds the templates with a derived literal on p whose head time is
+        after τ, as the facts that made d definite would have seeded them unfolded (an
+        answer with an earlier head exists since step 2, and step 3 decides it).  The
+        facts of W ∪ D|τ matching the new answers' positive literals are their evidence."""
+        dt = self.templates[d.tid]
+        hargs, ht = dt.head.instantiate(d.b)
+        if ht is None or None in hargs:
+            # a schematic head (exclusions) seeds nothing: step 2 creates its callers'
+            # answers at their head time, as unfolded, and step 3 decides them then
+            return []
+        look_both, in_both = self._lookups
+        out = []
+        for tp, i in self.by_der[dt.head.pred]:
+            lp = tp.lits[i]
+            if lp.tvar is None or lp.tvar != tp.head.tvar:
+                continue
+            b0 = list(tp.empty_binding())
+            b0[lp.tvar] = ht - lp.toff
+            if b0[lp.tvar] + tp.head.toff <= tau:
+                continue
+            b0 = tuple(b0)
+            c = cover_of(lp, b0, dt.head, d.b, d.ng, approx_full=False)
+            if c is None:
+                continue
+            ins, _ = partition(b0, tp.nogoods, [c])
+            for b, ng in ins:
+                hargs, hts = tp.head.instantiate(b)
+                if None not in hargs and hargs in self.answered.get(tp.head.pred, hts):
+                    continue  # answered at an earlier tick (minimality)
+                for b2, ev in self.local_mgus(tp, b, frozenset({i}), list(tp.pos), look_both,
+                                              in_both):
+                    na = self._finish(tp, b2, ev, ng, tau)
+                    if na is not None and self.add(na, tau):
+                        out.append(na)
+        return out
 
     def _L(self, pred: str, t: int) -> set:
         """Step 3(a): the answers of the instantiated predicate p_t."""
@@ -588,7 +683,7 @@ class Engine:
                 continue
             tp = self.templates[r.tid]
             pieces = [(r.b, r.ng, r.ev)]
-            for j in tp.neg:
+            for j in tp.neg + tp.der:
                 lp = tp.lits[j]
                 if lp.pred != pred:
                     continue
@@ -605,6 +700,9 @@ class Engine:
                     if (pred, None) in self.head_schematic:  # answers that may have a time floor
                         L = [l for l in L if not self.exact.split_below(
                             self.templates[l.tid], l.b, l.ev, t, tau, l in self._born)]
+                    if lp.derived:
+                        nxt.extend(self._step3_derived(tp, j, b, ng, ev, L, t <= tau))
+                        continue
                     parts = self._step3b(lp, b, ng, ev, L)
                     if t > tau:
                         nxt.extend(parts)
@@ -645,27 +743,54 @@ class Engine:
         ins, outs = partition(b, ng, self._covers(lp, b, L, approx_full=True))
         return [(ib, ing, ev) for ib, ing in ins] + [(ob, ong, ev | {j}) for ob, ong in outs]
 
+    def _step3_derived(self, tp: ETemplate, j: int, b: Binding, ng: frozenset, ev: frozenset,
+                       L, closed: bool) -> list:
+        """Step 3 for a derived literal h (modular evaluation, issue 45), the dual of (b)
+        and (c): the instances of h a definite answer of p_t proves move h to evidence; once
+        every answer of p_t exists (closed: t ≤ τ), the instances no answer can prove are
+        refuted; an instance whose head was answered before is dropped (minimality)."""
+        lp = tp.lits[j]
+        covers = self._covers(lp, b, [a for a in L if self.is_definite(a)], approx_full=False)
+        ins, outs = partition(b, ng, covers) if covers else ([], [(b, ng)])
+        head, answered = tp.head, self.answered
+        out = []
+        for ib, ing in ins:
+            hargs, ht = head.instantiate(ib)
+            if ht is None or None in hargs or hargs not in answered.get(head.pred, ht):
+                out.append((ib, ing, ev | {j}))  # (a head answered before: minimality)
+        for ob, ong in outs:
+            if not closed:
+                out.append((ob, ong, ev))
+                continue
+            kept, _ = partition(ob, ong, self._covers(lp, ob, L, approx_full=True))
+            out.extend((kb, kng, ev) for kb, kng in kept)
+        return out
+
     # ------------------------------------------------------------------ forgetting
 
     def _retention(self) -> dict[str, Optional[int]]:
         """Ticks after t during which a definite answer of p_t may still be needed by step
         3(b), for a negated hypothesis ¬p(…, t) created later (000 §7 "forgetting"):
         step 2 creates it at tick t - k, step 1(a) up to the last arrival of a positive
-        literal of the same template.  None = forever (times not relative to the head)."""
+        literal of the same template — or, for a derived literal of modular evaluation, up to
+        the last tick another derived literal's answer becomes definite (_seed_derived).
+        None = forever (times not relative to the head)."""
         out: dict[str, Optional[int]] = {}
+        rel = static_horizons(self) if any(tp.der for tp in self.templates) else {}
         for tp in self.templates:
             h = tp.head
-            for j in tp.neg:
+            for j in tp.neg + tp.der:
                 lp = tp.lits[j]
                 lag: Optional[int] = None
                 if h.tvar is not None and lp.tvar == h.tvar:
                     lag = h.toff - lp.toff
-                    for i in tp.pos:
+                    for i in tp.pos + tp.der:
                         pl = tp.lits[i]
-                        if pl.tvar != h.tvar:
+                        d = self.delays.max(pl.pred) if not pl.derived else rel.get(pl.pred, 0)
+                        if pl.tvar != h.tvar or d is None:
                             lag = None
                             break
-                        lag = max(lag, pl.toff - lp.toff + self.delays.max(pl.pred))
+                        lag = max(lag, pl.toff - lp.toff + d)
                 if lp.pred in out and out[lp.pred] is None:
                     continue
                 out[lp.pred] = None if lag is None else max(out.get(lp.pred, lag), lag)

@@ -111,9 +111,12 @@ class Exactness:
         for tp in self.templates:
             by_head.setdefault(tp.head.pred, []).append(tp)
         for tp in self.templates:
-            if len(tp.lits) < 2:
-                continue  # its answers are pending or definite: never printed as waiting
-            if by_head[tp.head.pred] == [tp] and not tp.neg and self._all_in_head(tp):
+            if len(tp.lits) < 2 and not tp.der:
+                # its answers are pending or definite: never printed as waiting (a derived
+                # literal's answer may become definite again at step 3: remembered)
+                continue
+            if by_head[tp.head.pred] == [tp] and not tp.neg and not tp.der \
+                    and self._all_in_head(tp):
                 # one template, every variable in its head, no negation: an answer whose
                 # head is already definite has a hypothesis that arrived ("arrived")
                 continue
@@ -132,7 +135,7 @@ class Exactness:
                     # t + (the head variable's literals' bound) at the latest
                     continue
                 h = max(h, lp.toff - tp.head.toff + self.delays.max(lp.pred))
-            for j in tp.neg if h is not None else ():
+            for j in tp.neg + tp.der if h is not None else ():
                 lp = tp.lits[j]
                 if lp.pred in self.rigid or lp.tvar != tp.head.tvar:
                     continue

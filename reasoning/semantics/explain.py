@@ -46,7 +46,7 @@ def static_horizons(eng: Engine) -> dict[str, Optional[int]]:
                     best = None
                     break
                 off = lp.toff - h.toff
-                if lp.positive:
+                if lp.positive and not lp.derived:
                     cand = off + eng.delays.max(lp.pred)
                 else:
                     r = rel.get(lp.pred, 0)
@@ -91,7 +91,7 @@ class Explainer:
             if t is None:
                 self._memo[a] = None
                 return None
-            if lp.positive:
+            if lp.positive and not lp.derived:
                 best = max(best, t + eng.delta(lp.pred, args))
                 continue
             if t > tau or depth > 200:  # (the key order bounds the recursion; a guard)

@@ -38,6 +38,9 @@ class LitPattern:
     args: tuple[tuple[bool, Union[int, str]], ...]
     tvar: Optional[int]
     toff: int
+    # a positive IDB literal kept by modular evaluation (issue 45): decided at step 3 by the
+    # answers of its auxiliary query, as a negated one is, never matched against facts
+    derived: bool = False
 
     def instantiate(self, b: Binding) -> tuple[tuple, Optional[int]]:
         """Arguments (constant or None) and time (int or None) under binding b."""
@@ -109,13 +112,14 @@ class ETemplate:
     names: tuple[str, ...]  # template variables (index -> name)
     head: LitPattern
     lits: tuple[LitPattern, ...]
-    pos: tuple[int, ...]
+    pos: tuple[int, ...]  # positive literals over stream facts
     neg: tuple[int, ...]
     nogoods: frozenset  # frozenset of tuples of (var index, value)
     qvars: tuple[tuple[str, bool, Union[int, str], int], ...]  # (name, is_var, idx|const, off)
     time_vars: frozenset  # indices of temporal variables
     time_min: tuple[tuple[int, int], ...] = ()  # (var index, lower bound) from pre-processing
     periodic: tuple[tuple[int, TimeDomain], ...] = ()  # (var index, domain): periodic facts
+    der: tuple[int, ...] = ()  # positive derived literals (modular evaluation, step 3)
 
     @property
     def full_mask(self) -> frozenset:
@@ -137,10 +141,11 @@ class ETemplate:
         return out
 
 
-def _pattern(a: Atom, positive: bool, idx: dict[str, int]) -> LitPattern:
+def _pattern(a: Atom, positive: bool, idx: dict[str, int], derived: bool = False) -> LitPattern:
     args = tuple((True, idx[t.name]) if isinstance(t, Var) else (False, t.value) for t in a.args)
     tm = a.time if a.time is not None else Time(None, 0)
-    return LitPattern(a.pred, positive, args, None if tm.var is None else idx[tm.var], tm.offset)
+    return LitPattern(a.pred, positive, args, None if tm.var is None else idx[tm.var], tm.offset,
+                      derived)
 
 
 def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
@@ -148,7 +153,8 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
     names = t.variables()
     idx = {n: i for i, n in enumerate(names)}
     head = _pattern(t.head, True, idx)
-    lits = tuple(_pattern(l.atom, l.positive, idx) for l in t.literals)
+    lits = tuple(_pattern(l.atom, l.positive, idx, i in t.derived)
+                 for i, l in enumerate(t.literals))
     tvars = set()
     for a in [t.head] + [l.atom for l in t.literals]:
         if a.time is not None and a.time.var is not None:
@@ -171,8 +177,9 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
     tvars.update(idx[v] for v, _ in t.periodic)
     return ETemplate(
         tid=tid, qid=q.qid, query=q, template=t, names=names, head=head, lits=lits,
-        pos=tuple(i for i, l in enumerate(lits) if l.positive),
+        pos=tuple(i for i, l in enumerate(lits) if l.positive and not l.derived),
         neg=tuple(i for i, l in enumerate(lits) if not l.positive),
+        der=tuple(i for i, l in enumerate(lits) if l.derived),
         nogoods=nogoods, qvars=tuple(qvars), time_vars=frozenset(tvars),
         time_min=tuple((idx[v], k) for v, k in t.time_min),
         periodic=tuple((idx[v], d) for v, d in t.periodic),
