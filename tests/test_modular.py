@@ -256,3 +256,30 @@ def test_window_programs_over_the_budget_agree_with_meteor():
 
     check()
     assert refused[0] >= 5
+
+
+def test_a_derived_hypothesis_shows_what_it_waits_for(tmp_path):
+    """The JSONL of an answer waiting on a derived atom carries that atom's own evidence and
+    hypotheses (`derived`), the text view a line under the answer, and its deadline is the
+    derived atom's (E2(a, 1), δ 2: tick 3)."""
+    from reasoning.cli.main import main
+    import contextlib
+    import io
+
+    prog = tmp_path / "d.tdl"
+    prog.write_text("#query P3(X, T).\n#delay E2 = 2.\nP1(X, T) :- E1(X, T), E2(X, T+1).\n"
+                    "P3(X, T) :- P1(X, T-1), E3(X, T).\n")
+    stream = tmp_path / "d.jsonl"
+    stream.write_text('{"tick": 0, "fact": "E1(a, 0)"}\n{"tick": 1, "fact": "E3(a, 1)"}\n')
+    outs = []
+    for fmt in ("jsonl", "text"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["run", str(prog), "--stream", str(stream), "--modular", "always",
+                         "--until", "1", "--format", fmt]) == 0
+        outs.append(out.getvalue())
+    [o] = [json.loads(l) for l in outs[0].splitlines() if '"hypothetical"' in l]
+    assert o["hypotheses"] == ["P1(a, 0)"] and o["evidence"] == ["E3(a, 1)"]
+    assert o["deadline"] == 3
+    assert o["derived"] == {"P1(a, 0)": [{"evidence": ["E1(a, 0)"], "hypotheses": ["E2(a, 1)"]}]}
+    assert "    P1(a, 0) if E2(a, 1); evidence: E1(a, 0)\n" in outs[1]

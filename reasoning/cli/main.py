@@ -239,12 +239,26 @@ def _text_tick(out, tau, facts, objs, new_def, refuted, main_q, conf=None) -> No
             cs = f"; confidence {conf(o):.3f}" if conf is not None else ""
             out.write(f"  {'hypothetical':<15} {q}{atom}  if {'; '.join(o['hypotheses'])}  "
                       f"[{when}; evidence: {'; '.join(o['evidence'])}{cs}]\n")
+            _text_derived(out, o)
         else:
             cs = f"  [confidence {conf(o):.3f}]" if conf is not None else ""
             out.write(f"  {'pending':<15} {q}{atom}  needs {'; '.join(o['hypotheses'])}{cs}\n")
+            _text_derived(out, o)
     for o in refuted:
         out.write(f"  {'refuted':<15} {format_atom_answer(o)}  (was: if "
                   f"{'; '.join(o['hypotheses'])})\n")
+
+
+def _text_derived(out, o: dict) -> None:
+    """Under an answer waiting on derived hypotheses (modular evaluation): what each of
+    them waits for, one line per way it can still be derived."""
+    for atom, ways in o.get("derived", {}).items():
+        for w in ways[:3]:
+            ev = f"; evidence: {'; '.join(w['evidence'])}" if w["evidence"] else ""
+            need = "; ".join(w["hypotheses"]) or "nothing (decided this tick)"
+            out.write(f"  {'':<15}   {atom} if {need}{ev}\n")
+        if len(ways) > 3:
+            out.write(f"  {'':<15}   {atom}: {len(ways) - 3} more ways (--format jsonl)\n")
 
 
 def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -> int:

@@ -123,7 +123,38 @@ class Explainer:
             b = tuple(ground.get(i, v) for i, v in enumerate(b))
         st = status(eng, a)
         ng = a.ng if not ground else frozenset(n for n in a.ng if all(v not in ground for v, _ in n))
-        return answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a))
+        out = answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a))
+        if tp.der and st != DEFINITE:
+            waits = self.derived_waits(tp, a, b)
+            if waits:
+                out["derived"] = waits
+        return out
+
+    def derived_waits(self, tp, a: Answer, b: tuple) -> dict[str, list]:
+        """What each derived hypothesis (modular evaluation) still waits for: the evidence
+        and hypotheses of the answers of its predicate that may prove it, so that a reader
+        sees the stream facts that decide it (one level down)."""
+        eng = self.eng
+        out: dict[str, list] = {}
+        for i in tp.der:
+            if i in a.ev:
+                continue
+            lp = tp.lits[i]
+            args, t = lp.instantiate(b)
+            if t is None:
+                continue
+            ways = set()
+            for l in eng._L_for(lp.pred, t, args):
+                lt = eng.templates[l.tid]
+                if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
+                    continue
+                ev = tuple(sorted({lt.lits[j].render(l.b, lt.names) for j in l.ev}))
+                hy = tuple(sorted({lt.lits[j].render(l.b, lt.names)
+                                   for j in range(len(lt.lits)) if j not in l.ev} - set(ev)))
+                ways.add((ev, hy))
+            out[lp.render(b, tp.names)] = [{"evidence": list(ev), "hypotheses": list(hy)}
+                                           for ev, hy in sorted(ways)]
+        return out
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
         """Assignments of a's unbound object *query* variables over the domain, minus its
