@@ -7,9 +7,9 @@ interpreter per engine.  At each checkpoint tick it prints the process's current
 RSS, the objects the cyclic collector tracks (gc.get_objects(), including the frozen ones:
 the permanent generation gcpause.frozen_survivors moves the survivors to) and the state's
 size.  A flat state must give a flat RSS: before issue 44's fix the row engine (and `auto`,
-which stays on it below 80 facts a slice for this program) froze one reference cycle per local-mgu search
-and grew by ~60 KB a tick (99 MB at tick 1 000, 641 MB at tick 10 000).  Figures only,
-nothing asserted (tests/test_regressions_44.py asserts the bound on a small run).
+which stays on it below 80 facts a slice for this program) froze one reference cycle per
+local-mgu search and grew by ~60 KB a tick (99 MB at tick 1 000, 641 MB at tick 10 000).
+Figures only, nothing asserted (tests/test_regressions_44.py asserts the bound on a small run).
 
     .venv/bin/python bench/memory.py
     .venv/bin/python bench/memory.py --engine row --checkpoints 1000 10000 50000 --lines

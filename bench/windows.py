@@ -4,8 +4,8 @@ A positive program of metric operators (`Diamondminus`, `Boxminus`) over three E
 predicates, `--constants` constants, `--ticks` ticks, each EDB atom true with probability
 `--p` at each tick (facts arrive on time).  Per executor (`auto`, the default; `row`;
 `columnar`) it times the run in process (Session.step tick by tick) and end to end (`hypo
-run --format jsonl` of the stream file, whose definite answers are compared), and MeTeoR 2.0.0 (004's reasoner, a test
-dependency) materialising the same facts (a fact at tick k as the interval (k−1, k]).  The
+run --format jsonl` of the stream file, whose definite answers are compared), and MeTeoR
+2.0.0 (004's reasoner, a test dependency) materialising the same facts (a fact at tick k as the interval (k−1, k]).  The
 definite answers after the last deadline are compared with MeTeoR's at the integer points
 (the run fails if they differ).  Figures only, nothing asserted.
 

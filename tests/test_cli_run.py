@@ -272,8 +272,10 @@ def test_auto_hands_over_at_the_programs_crossover_and_v_says_why(tmp_path, caps
     def at(cp):
         return auto_threshold(compile_templates(cp.queries))
 
-    windows = ("#query P3(X, T).\nP1(X, T) :- Diamondminus[0,3] E1(X, T), Boxminus[0,1] E2(X, T).\n"
-               "P2(X, T) :- Diamondminus[0,2] P1(X, T), E3(X, T).\nP3(X, T) :- Boxminus[0,2] P2(X, T).\n")
+    windows = ("#query P3(X, T).\n"
+               "P1(X, T) :- Diamondminus[0,3] E1(X, T), Boxminus[0,1] E2(X, T).\n"
+               "P2(X, T) :- Diamondminus[0,2] P1(X, T), E3(X, T).\n"
+               "P3(X, T) :- Boxminus[0,2] P2(X, T).\n")
     assert at(compile_file(TDL)) == 120  # 2 templates, 4 literals
     assert at(compile_file(str(EXAMPLES / "malfunction.tdl"))) == 80  # 1 template, 3 literals
     assert at(compile_program(windows, "w.tdl")) == 29  # 25 templates, 211 literals

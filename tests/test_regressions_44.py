@@ -149,8 +149,9 @@ def _retained() -> int:
 @pytest.mark.parametrize("engine", ["row", "columnar", "auto"])
 def test_memory_of_a_flat_state_is_flat(engine):
     """The malfunction program, 100 devices a tick (a flat state; ~50 facts a slice, so `auto`
-    stays on the row engine, whose hand-over point for this program is 80): from tick 300 to tick 1 500 the retained objects grow
-    by less than 10 %, and the ticks leave no cyclic garbage behind."""
+    stays on the row engine, whose hand-over point for this program is 80): from tick 300 to
+    tick 1 500 the retained objects grow by less than 10 %, and the ticks leave no cyclic
+    garbage behind."""
     sess = Session(compile_program(MALFUNCTION, "<t>"), engine=engine)
     it = enumerate(slices(100, 1500, 7))
     for tau, sl in it:

@@ -365,6 +365,6 @@ class Session:
         return static_horizons(self.row if self.row is not None else self.col.tool)
 
 
-__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "auto_threshold", "answers_at", "default_until", "quiet_margin",
-           "quiet_stretch",
+__all__ = ["Session", "ENGINES", "AUTO_THRESHOLD", "auto_threshold", "answers_at",
+           "default_until", "quiet_margin", "quiet_stretch",
            "DEFINITE"]
