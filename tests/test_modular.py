@@ -63,7 +63,7 @@ def test_kept_and_unfolded_give_the_same_definite_answers_at_every_tick(negation
     same once every deadline passed."""
     kept = [0]
 
-    @settings(SETTINGS, max_examples=budget(150, engine))
+    @settings(SETTINGS, max_examples=budget(60, engine))
     @given(cases(negation=negation))
     def check(case):
         _, unfolded = _definite_so_far(case, "never", engine)
@@ -86,7 +86,7 @@ def test_hypothetical_answers_with_derived_hypotheses_are_supported():
     """A hypothetical answer's derived evidence is derived by the facts arrived so far, and
     its evidence and hypotheses together (derived atoms as premises) derive the answer."""
 
-    @settings(SETTINGS, max_examples=budget(150))
+    @settings(SETTINGS, max_examples=budget(60))
     @given(cases(negation=True))
     def check(case):
         cp = compile_program(case.text, "<gen>", modular="always")
@@ -230,7 +230,7 @@ def test_window_programs_over_the_budget_agree_with_meteor():
                  if draw(st.integers(0, 9)) < 7]
         return f"#query P{levels}(X, T).\n" + "\n".join(ours) + "\n", theirs, facts
 
-    @settings(SETTINGS, max_examples=60)
+    @settings(SETTINGS, max_examples=30)
     @given(family())
     def check(case):
         text, rules, facts = case

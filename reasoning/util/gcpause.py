@@ -27,6 +27,8 @@ _lock = threading.Lock()
 _base = -1  # the permanent generation's size after the last full collection (-1: not yet)
 _counted = 0  # its size at the last count
 _grown = 0  # the estimated objects frozen since that count
+_blind = 0  # freezes since that count whose estimate missed the older generations
+BLIND_MAX = 64  # freezes between two counts at the most, while other threads run
 stats = {"counts": 0, "collections": 0}  # (read by tests and bench/memory.py)
 
 
@@ -49,7 +51,7 @@ def frozen_survivors():
 
 def _freeze() -> None:
     """gc.freeze, and a full collection of the permanent generation if it has doubled."""
-    global _base, _counted, _grown
+    global _base, _counted, _grown, _blind
     with _lock:
         # what this freeze moves: the young generation's allocations (net of frees) since the
         # last collection or freeze, and the objects collections moved to the older ones
@@ -57,21 +59,27 @@ def _freeze() -> None:
             # gc.get_objects hands out a reference to every tracked object: another thread's
             # tuple still being built (refcount 1 required) then fails with "SystemError:
             # Objects/tupleobject.c: bad argument to internal function" (seen with Great
-            # Expectations' pandas beside the row engine's lake tick).  Count instead: a
-            # walk of the permanent generation takes no reference.
-            est = (_counted + FLOOR) // 4
+            # Expectations' pandas beside the row engine's lake tick).  The young
+            # generation's counter only, then, and a count (a walk of the permanent
+            # generation, which takes no reference) at least every BLIND_MAX freezes for
+            # what collections moved to the older ones — a quarter of the last count a
+            # freeze, as before, walked a heap of millions of objects every 4 ticks (17×
+            # slower row-engine loops in a process with Spark's threads).
+            est = gc.get_count()[0]
+            _blind += 1
         else:
             est = gc.get_count()[0] + len(gc.get_objects(1)) + len(gc.get_objects(2))
         gc.freeze()
         if _base < 0:
             _base = _counted = gc.get_freeze_count()
+            _blind = 0
             stats["counts"] += 1
             return
         _grown += est
         limit = 2 * _base + FLOOR
-        if _grown < max(limit - _counted, (_counted + FLOOR) // 4):
+        if _grown < max(limit - _counted, (_counted + FLOOR) // 4) and _blind < BLIND_MAX:
             return
-        _counted, _grown = gc.get_freeze_count(), 0
+        _counted, _grown, _blind = gc.get_freeze_count(), 0, 0
         stats["counts"] += 1
         if _counted > limit:
             collect_frozen()
@@ -80,10 +88,10 @@ def _freeze() -> None:
 def collect_frozen() -> None:
     """Collect the permanent generation's garbage (cycles frozen after they became garbage)
     and freeze the survivors again: a full collection, O(the tracked heap)."""
-    global _base, _counted, _grown
+    global _base, _counted, _grown, _blind
     gc.unfreeze()
     gc.collect()
     gc.freeze()
     _base = _counted = gc.get_freeze_count()
-    _grown = 0
+    _grown = _blind = 0
     stats["collections"] += 1
