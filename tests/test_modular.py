@@ -283,3 +283,15 @@ def test_a_derived_hypothesis_shows_what_it_waits_for(tmp_path):
     assert o["deadline"] == 3
     assert o["derived"] == {"P1(a, 0)": [{"evidence": ["E1(a, 0)"], "hypotheses": ["E2(a, 1)"]}]}
     assert "    P1(a, 0) if E2(a, 1); evidence: E1(a, 0)\n" in outs[1]
+
+
+def test_a_bad_hypo_modular_is_one_error_line(monkeypatch, capsys):
+    """$HYPO_MODULAR outside auto|always|never: one line naming it, exit 2, no traceback."""
+    from reasoning.cli.main import main
+    from tests.helpers import EXAMPLES
+
+    monkeypatch.setenv("HYPO_MODULAR", "bogus")
+    code = main(["check", str(EXAMPLES / "wind_turbines.tdl")])
+    err = capsys.readouterr().err
+    assert code == 2 and err == ("hypo: error: unknown modular evaluation 'bogus' "
+                                         "($HYPO_MODULAR or --modular: auto, never, always)\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from reasoning.language.analysis import Analysis, Delays, analyse
-from reasoning.language.errors import ProgramError, ProgramWarning
+from reasoning.language.errors import HypoError, ProgramError, ProgramWarning
 from reasoning.language.modular import MODES, choose
 from reasoning.language.preprocess import Query, build_queries
 from reasoning.language.syntax import Atom, Lrp, Program, Span, Time, Var
@@ -156,7 +156,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     delays = Delays.from_decls(prog.delays)
     mode = modular or os.environ.get("HYPO_MODULAR") or "auto"
     if mode not in MODES:
-        raise ValueError(f"modular evaluation: {mode!r} is not one of {', '.join(MODES)}")
+        raise HypoError(f"unknown modular evaluation {mode!r} ($HYPO_MODULAR or --modular: "
+                        f"{', '.join(MODES)})")
     kept = choose(prog, an, mode) if mode == "always" else frozenset()
     try:
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
