@@ -38,9 +38,8 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     L = Lake(lake)
     cp = compile_file(program_path, query)  # ProgramError: reported with its location
     from reasoning.columnar.engine import unsupported
-    from reasoning.semantics.patterns import compile_templates
 
-    why = unsupported(cp, compile_templates(cp.queries))
+    why = unsupported(cp)
     if why is not None:  # the state table's layout cannot hold its answers
         raise LakeError(f"{program_path}: {why}; `hypo run` answers this program (on the row "
                         f"engine), the lake cannot")

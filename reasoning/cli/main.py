@@ -266,9 +266,8 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
     from reasoning.columnar.engine import unsupported
-    from reasoning.semantics.patterns import compile_templates
 
-    why = unsupported(cp, compile_templates(cp.queries))
+    why = unsupported(cp)
     if why is not None:  # answered alike by every `hypo run` executor, refused by the lake
         print(f"{args.program}: note: {why}: `hypo run` answers it on the row engine whatever "
               f"--engine says, `hypo lake init` refuses it", file=err or sys.stderr)

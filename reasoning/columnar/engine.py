@@ -57,16 +57,16 @@ class Unsupported(HypoError):
     engine, whatever --engine asked: the same answers; the lake refuses it at init)."""
 
 
-def unsupported(cp: CompiledProgram, templates) -> Optional[str]:
-    """Why the columnar executor cannot run a program of these templates (None: it can),
-    with the rule that makes the template long."""
+def unsupported(cp: CompiledProgram, templates=None) -> Optional[str]:
+    """Why the columnar executor cannot run a program (None: it can), with the rule that
+    makes a template long; templates: the program's, if compiled already."""
     from reasoning.language.metric import readable
     from reasoning.language.preprocess import longest_rule
 
     if cp.modular:
         return (f"modular evaluation keeps {', '.join(sorted(cp.modular))} as derived "
                 f"literals, which only the row engine decides yet")
-    for tp in templates:
+    for tp in templates if templates is not None else compile_templates(cp.queries):
         if len(tp.lits) > MAX_LITERALS:
             rule = longest_rule(cp.program, tp.query.atom.pred)
             at = (f" (the rule at {rule.span.file}:{rule.span.line}:{rule.span.column}, "

@@ -645,9 +645,8 @@ class Engine:
                 continue
             ins, _ = partition(b0, tp.nogoods, [c])
             for b, ng in ins:
-                hargs, hts = tp.head.instantiate(b)
-                if None not in hargs and hargs in self.answered.get(tp.head.pred, hts):
-                    continue  # answered at an earlier tick (minimality)
+                if self._answered_before(tp, b):
+                    continue
                 for b2, ev in self.local_mgus(tp, b, frozenset({i}), list(tp.pos), look_both,
                                               in_both):
                     na = self._finish(tp, b2, ev, ng, tau)
@@ -752,12 +751,7 @@ class Engine:
         lp = tp.lits[j]
         covers = self._covers(lp, b, [a for a in L if self.is_definite(a)], approx_full=False)
         ins, outs = partition(b, ng, covers) if covers else ([], [(b, ng)])
-        head, answered = tp.head, self.answered
-        out = []
-        for ib, ing in ins:
-            hargs, ht = head.instantiate(ib)
-            if ht is None or None in hargs or hargs not in answered.get(head.pred, ht):
-                out.append((ib, ing, ev | {j}))  # (a head answered before: minimality)
+        out = [(ib, ing, ev | {j}) for ib, ing in ins if not self._answered_before(tp, ib)]
         for ob, ong in outs:
             if not closed:
                 out.append((ob, ong, ev))
@@ -765,6 +759,13 @@ class Engine:
             kept, _ = partition(ob, ong, self._covers(lp, ob, L, approx_full=True))
             out.extend((kb, kng, ev) for kb, kng in kept)
         return out
+
+    def _answered_before(self, tp: ETemplate, b: Binding) -> bool:
+        """The ground head of tp under b is a definite answer of an earlier tick (Answered):
+        a derived literal must not derive it again (minimality)."""
+        hargs, ht = tp.head.instantiate(b)
+        return ht is not None and None not in hargs and hargs in self.answered.get(
+            tp.head.pred, ht)
 
     # ------------------------------------------------------------------ forgetting
 

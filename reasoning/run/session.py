@@ -119,10 +119,6 @@ class Session:
         self.cp = cp
         self.forget = forget
         self.mode = engine
-        if threshold is None:
-            from reasoning.semantics.patterns import compile_templates
-
-            threshold = auto_threshold(compile_templates(cp.queries))
         self.threshold = threshold  # auto: facts a slice from which it runs columnar
         self.handed_over: Optional[tuple[int, int]] = None  # auto: (tick, slice's facts)
         self.backend = backend
@@ -143,6 +139,13 @@ class Session:
         if self.col is None:
             self.row = Engine(cp, forget=forget)
             self.ex = Explainer(self.row)
+        if threshold is None:  # the program's crossover, from the executor's templates
+            self.threshold = auto_threshold(self.templates)
+
+    @property
+    def templates(self):
+        """The program's compiled templates (whichever executor holds them)."""
+        return (self.row if self.row is not None else self.col).templates
 
     @property
     def executor(self) -> str:
@@ -235,9 +238,7 @@ class Session:
             if self.unsupported:
                 return f"row engine (--engine {self.mode}, but {self.unsupported})"
             return f"{self.executor} engine (--engine {self.mode})"
-        from reasoning.semantics.patterns import compile_templates
-
-        tps = compile_templates(self.cp.queries)
+        tps = self.templates
         rule = (f"auto: the row engine until a slice of ≥ {self.threshold} facts, the "
                 f"crossover for {len(tps)} template(s) of {sum(len(t.lits) for t in tps)} "
                 f"literal(s)")
