@@ -322,6 +322,25 @@ def test_the_plan_over_several_partitions_equals_hypo_run(spark, tmp_path, monke
     assert spark_mod.tick_partitions(spark, 9) > 1  # the path taken: more than one
 
 
+@pytest.mark.parametrize("seed", [1, 2, 4, 5])
+def test_a_tick_split_by_the_programs_key_equals_hypo_run(spark, tmp_path, monkeypatch, seed):
+    """Programs with a partition key (reasoning/columnar/partitioning.py) run each tick as
+    three partitions, each the columnar plan over its devices' facts and state rows
+    (jobs/tick/spark_partitioned.py): the same answers and S_τ as `hypo run` at every tick."""
+    from jobs.tick import spark_partitioned
+    from reasoning.language.compiler import compile_program
+
+    monkeypatch.setenv("HYPO_SPARK_PARTS", "3")
+    text, rows = random_case(seed, n_devices=8, n_times=4)
+    text = text.replace("not ", "")  # (negation: no key, see partition_key)
+    assert spark_partitioned.key_of(compile_program(text, query="B(X, T)")) is not None
+    prog = write_program(tmp_path, text)
+    stream = str(tmp_path / "s.jsonl")
+    write_jsonl(rows, stream)
+    check_lake_equals_run(str(tmp_path / "lake"), prog, stream, "B(X, T)", "spark",
+                          what=f"seed {seed}, split in three")
+
+
 # ------------------------------------------------------------------ reliability
 def test_backfill_gives_the_same_answers_and_tables(turbine, tmp_path):
     lake = copy_lake(turbine["lake"], str(tmp_path / "lake"))

@@ -60,6 +60,12 @@ EXECUTORS = ("auto", "spark", "local", "row")
 # idempotent transaction (jobs/table/spark_delta.py) — at +4 Spark jobs and ~+1.3 s a small
 # tick (Delta computes each table's snapshot state in jobs of its own; docs/lake.md)
 SPARK_WRITERS = ("delta-spark", "delta-rs")
+# how the Spark executor runs steps 1-3 (HYPO_SPARK_PLAN): "partitioned" — one Spark job, each
+# partition of the program's key running the columnar plan on Polars (jobs/tick/
+# spark_partitioned.py); "relational" — every join, filter and aggregate of the plan a
+# DataFrame operation (jobs/tick/spark_plan.py), built again each tick
+SPARK_PLANS = ("partitioned", "relational")
+SPARK_PLAN = os.environ.get("HYPO_SPARK_PLAN", "partitioned")
 SPARK_WRITER = os.environ.get("HYPO_SPARK_WRITER", "delta-rs")
 ANSWER_FILE_COLS = [n for n in arrow_schema("answers", with_partitions=False).names]
 QUAR_FILE_COLS = [n for n in arrow_schema("quarantine", with_partitions=False).names]
@@ -311,7 +317,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     from reasoning.semantics.patterns import Fact
 
     from jobs.tick import confidence
-    from jobs.table.state import STATE_KINDS, load_state, state_frame
+    from jobs.table.state import STATE_KINDS, load_state, meta_info, state_frame
     from jobs.ingest.dq import GX_COLUMNS
     from jobs.ingest.validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary, with_duplicates,
                            with_hints, with_reasons)
@@ -351,11 +357,12 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     n_dup = by.get("duplicate", 0)
     n_ign = by.get("ignored", 0)
     n_rej = n_slice - n_dup - n_ign - by.get("", 0)
-    beside = None  # GX checks the slice on a thread while the local executor's engine runs
+    beside = None  # GX checks the slice on a thread while the engine runs (the local
+    # executor's, or the Spark job of the partitioned plan: GX's job runs beside it)
     if not n_slice:
         dq = empty_summary(cp) if os.environ.get("HYPO_LAKE_DQ_EMPTY") else []
-    elif (io.name == "local" and GX_BESIDE and n_slice <= GX_CHUNK_ROWS
-          and resources.usable_cpus() > 1):
+    elif (GX_BESIDE and n_slice <= GX_CHUNK_ROWS and resources.usable_cpus() > 1 and
+          (io.name == "local" or (io.name == "spark" and SPARK_PLAN == "partitioned"))):
         # (on one CPU the two threads would only take turns; the thread holds the six checked
         # columns only; above one chunk of rows the checks' pandas copies would add to the
         # engine's peak memory: GX then runs first, as it does on the Spark executor)
@@ -380,6 +387,19 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
             if not conf_on:
                 answers_df = _answers_frame(B, objs)
+        elif io.name == "spark" and SPARK_PLAN == "partitioned":
+            from jobs.table.state import meta_row_info
+            from jobs.tick import spark_partitioned
+
+            meta = meta_row_info(prev_files, tau - 1, cp) if prev_files else None
+            state_df, answers_df, lines = spark_partitioned.run(
+                io, cp, prev, good, tau, meta, conf_on, ctx.input_rows)
+            del prev
+            state_df = B.concat([state_df, B.from_rows(
+                [{"kind": "meta", "info": meta_info(cp)}], dict(STATE_KINDS))])
+            if conf_on:
+                with frozen_survivors():
+                    objs = [json.loads(x) for x in lines]
         else:
             from reasoning.columnar import ColumnarEngine
             from reasoning.columnar.render.answers import Renderer
