@@ -16,11 +16,14 @@ class LocalIO:
 
     name = "local"
 
-    def __init__(self, cpus: int = 1):
+    def __init__(self, cpus: int = 1, share=None):
         from reasoning.columnar.backends.polars import PolarsBackend
 
         self.B = PolarsBackend()
         self.cpus = cpus
+        # a part of a tick split by the program's key (jobs/tick/spark_partitioned.py's
+        # Share): the rows it reads, the names of the files it writes
+        self.share = share
 
     def read(self, files: list[str], kind: str):
         """Polars' own Parquet reader, conformed to the table's schema (a column missing from
@@ -38,7 +41,8 @@ class LocalIO:
             return df.select([pl.col(c).cast(t) if c in have else pl.lit(None, t).alias(c)
                               for c, t in target.items()])
 
-        return pl.concat([one(f) for f in files], how="vertical", rechunk=False)
+        df = pl.concat([one(f) for f in files], how="vertical", rechunk=False)
+        return df if self.share is None else self.share.keep(df, kind)
 
     def checkpoint(self, df):
         return df
@@ -49,6 +53,8 @@ class LocalIO:
         from concurrent.futures import ThreadPoolExecutor
 
         target = _polars_schema(kind)
+        if self.share is not None:
+            name = f"{name}-p{self.share.i:04d}"
         df = df[list(target)]  # getitem: an eager select would align the columns' chunks
         if df.schema != target:  # (a copy of the whole frame)
             df = df.cast(target)

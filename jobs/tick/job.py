@@ -310,8 +310,12 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
 
 
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],
-            bad_files: list[dict], tm: "resources.Timer") -> dict:
-    """Steps 1-4 up to (not including) the commits; returns what the commits need."""
+            bad_files: list[dict], tm: "resources.Timer", share=None) -> dict:
+    """Steps 1-4 up to (not including) the commits; returns what the commits need.
+    share: this is one part of a tick split by the program's key, run in a Spark task
+    (jobs/tick/spark_partitioned.py): its rows only, its own files."""
+    if ctx.used == "spark" and SPARK_PLAN == "partitioned" and SPARK_WRITER == "delta-rs":
+        return _compute_in_tasks(spark, ctx, prev_files, facts_files, bad_files, tm)
     from reasoning.columnar.layout import INT, OBJ
     from reasoning.util.gcpause import frozen_survivors
     from reasoning.semantics.patterns import Fact
@@ -334,7 +338,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         io.B.pin_call_site(f"hypo tick {tau}")  # the tick's RDDs, named without stack walks
         jobs = JobCount(io.B.spark)
     else:
-        io = LocalIO(resources.usable_cpus())
+        io = LocalIO(resources.usable_cpus(), share=share)
     B = io.B
     prev = io.read(prev_files, "state") if prev_files else None
     # ---- 1. D|τ, validated
@@ -417,13 +421,16 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             rep = eng.step(D, tau, snapshot=False, clean=True)
             del D
             ren = Renderer(eng)
+            frames = rep.frames if share is None else share.own_frames(rep.frames)
             if conf_on:  # every query's answers, for the model; the main ones get confidences
-                lines = ren.lines(rep.frames, tau, True, True)
+                lines = ren.lines(frames, tau, True, True)
                 with frozen_survivors():
                     objs = [json.loads(x) for x in lines]
             else:
-                answers_df = ren.lines(rep.frames, tau, False, True, table=True)
+                answers_df = ren.lines(frames, tau, False, True, table=True)
             state_df = state_frame(B, eng, cp)
+            if share is not None:
+                state_df = share.own_state(state_df, share.key.var)
             del eng, rep, ren
         tm.lap(f"engine ({ctx.used})")
         if beside is not None:
@@ -493,6 +500,22 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     finally:
         if io.name == "spark":
             io.B.release_call_site()
+
+
+def _compute_in_tasks(spark: Callable, ctx: TickContext, prev_files: list[str],
+                      facts_files: list[str], bad_files: list[dict], tm) -> dict:
+    """compute() as the tasks of one Spark job (jobs/tick/spark_partitioned.py)."""
+    from jobs.tick.spark_partitioned import compute_in_tasks
+    from jobs.tick.sparkjobs import JobCount
+
+    s = spark()
+    jobs = JobCount(s)
+    out = compute_in_tasks(s, ctx, prev_files, facts_files, bad_files, tm)
+    for name, secs in out.pop("phases", {}).items():  # where part 0's task spent its time
+        tm.phases[f"  in the task: {name}"] = secs
+    fault("after_validate", ctx.tau)
+    out["jobs"] = jobs
+    return out
 
 
 def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str) -> list:
