@@ -46,6 +46,16 @@ Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).
 Shdn(X, T+1) :- Cool(X, T), Flag(X, T+1).
 OK(X, T-1) :- not Shdn(X, T).
 """
+# the same rules with a positive query: a program with a partition key (the device), whose
+# ticks the Spark executor splits over its cores (docs/spark.md#jobs-a-tick)
+PROGRAM_KEYED = """% bench/pipeline.py --program shutdowns: the turbine rules, shutdowns queried
+#query Shdn(X, T).
+#delay Hot = 1.
+Flag(X, T) :- Hot(X, T).
+Cool(X, T+1) :- Flag(X, T), Flag(X, T+1).
+Shdn(X, T+1) :- Cool(X, T), Flag(X, T+1).
+"""
+PROGRAMS = {"turbines": PROGRAM, "shutdowns": PROGRAM_KEYED}
 
 
 def cpu_tree() -> float:
@@ -160,7 +170,7 @@ def worker(n: int, master: str, ticks: int, workdir: str, executor: str = "spark
     lake = os.path.join(workdir, f"lake-{n}-{master_tag(master)}")
     shutil.rmtree(lake, ignore_errors=True)
     prog = os.path.join(workdir, "turbines.tdl")
-    Path(prog).write_text(PROGRAM)
+    Path(prog).write_text(PROGRAMS[os.environ.get("HYPO_BENCH_PROGRAM", "turbines")])
     api.init(lake, prog, None, confidence)
     rows = []
     for tau in range(ticks):
@@ -269,6 +279,9 @@ def main(argv=None) -> int:
                          "scripts/spark-cluster.sh starts) measured after --masters; "
                          "repeatable")
     ap.add_argument("--ticks", type=int, default=4)
+    ap.add_argument("--program", choices=sorted(PROGRAMS), default="turbines",
+                    help="turbines (no partition key: one task a tick on Spark) or "
+                         "shutdowns (keyed by device: split over the cores)")
     ap.add_argument("--executors", nargs="+", default=["spark"],
                     help="the tick job's executor: spark (the plan in the JVM), local (the "
                          "same plan on Polars in the driver), row (the row engine)")
@@ -283,6 +296,8 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if not args.worker:  # (the configurations' processes inherit it)
+        os.environ["HYPO_BENCH_PROGRAM"] = args.program
     workdir = args.workdir or str(ROOT / "bench" / "out" / "pipeline")
     os.makedirs(workdir, exist_ok=True)
     if args.worker:

@@ -397,7 +397,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
 
             meta = meta_row_info(prev_files, tau - 1, cp) if prev_files else None
             state_df, answers_df, lines = spark_partitioned.run(
-                io, cp, prev, good, tau, meta, conf_on, ctx.input_rows)
+                io, cp, prev, good, tau, meta, conf_on, ctx.input_rows, _answers_select)
             del prev
             state_df = B.concat([state_df, B.from_rows(
                 [{"kind": "meta", "info": meta_info(cp)}], dict(STATE_KINDS))])
@@ -510,9 +510,9 @@ def _compute_in_tasks(spark: Callable, ctx: TickContext, prev_files: list[str],
 
     s = spark()
     jobs = JobCount(s)
-    out = compute_in_tasks(s, ctx, prev_files, facts_files, bad_files, tm)
-    for name, secs in out.pop("phases", {}).items():  # where part 0's task spent its time
-        tm.phases[f"  in the task: {name}"] = secs
+    out = compute_in_tasks(s, ctx, prev_files, facts_files, bad_files, tm, compute,
+                           TickContext)
+    out.pop("phases", None)  # (part 0's own phases: spark_partitioned.TASK_PHASES)
     fault("after_validate", ctx.tau)
     out["jobs"] = jobs
     return out

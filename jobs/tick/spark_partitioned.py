@@ -1,13 +1,19 @@
-"""Steps 1-3 of Algorithm 1 as one Spark job (issue 42): D|τ and S_{τ-1} are routed by the
-program's partition key (reasoning/columnar/partitioning.py) and each Spark partition runs the
-columnar plan on Polars over its rows (`mapInArrow`), emitting its rows of S_τ and its
-answers.  The driver builds one DataFrame lineage a tick — read, route, run, write — and the
-program reaches each Python worker once: the plan's structure is compiled there once per
-program and process (`_program`), not rebuilt as ~600 DataFrame operations a tick.
+"""A tick of Algorithm 1 as one Spark job (issue 42), split by the program's partition key
+(reasoning/columnar/partitioning.py): each part runs the columnar plan on Polars over the
+facts and state rows of its key values.  The program reaches each Python worker once and is
+compiled there once per program and process (`_program`), not rebuilt as ~600 DataFrame
+operations a tick.  Two forms:
+
+* `compute_in_tasks` (the default, the delta-rs writer): the job's n tasks each read their
+  share of D|τ and S_{τ-1} from the Parquet files and run the local executor's whole tick
+  on it (validation, GX, steps 1-3, the uncommitted files); the driver merges and commits.
+* `run` (with HYPO_SPARK_WRITER=delta-spark, which writes DataFrames): Spark reads the
+  tables, routes their rows by the key and each partition runs steps 1-3 (`mapInArrow`);
+  S_τ and the answers come back as DataFrames.
 
 A program without a partition key (a template without positive literals, as Example 13's
 `OK(X, T-1) :- not Shdn(X, T)`: one answer row collects exclusions of every device) runs in
-one partition: one task, as the local executor runs it on the driver.
+one part: one task, as the local executor runs it on the driver.
 """
 from __future__ import annotations
 
@@ -97,7 +103,7 @@ def _out_ddl() -> str:
 
 
 def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf_on: bool,
-        rows: int):
+        rows: int, answers_select):
     """(state_df without its meta row, answers_df or None, lines or None): the tick's engine
     on Spark.  prev: S_{τ-1}'s rows (a DataFrame) or None; good: the accepted slice."""
     B, spark = io.B, io.spark
@@ -127,7 +133,7 @@ def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf
     key_var = key.var if key is not None else ()
 
     def tick_part(batches):
-        yield from _part(batches, h, blob, tau, meta, conf_on, n, key_var)
+        yield from _part(batches, h, blob, tau, meta, conf_on, n, key_var, answers_select)
 
     out = u.mapInArrow(tick_part, _out_ddl())
     out = _computed(out)
@@ -178,14 +184,15 @@ def _program(h: str, blob: bytes) -> CompiledProgram:
 
 
 def _part(batches, h: str, blob: bytes, tau: int, meta: Optional[str], conf_on: bool,
-          n: int, key_var: tuple):
+          n: int, key_var: tuple, answers_select):
     """One partition's tick (in a Python worker): its slice facts and state rows in, its
     rows of S_τ, answers (or answer lines, with confidence) out, as Arrow batches."""
     import pyarrow as pa
 
     try:
         tables = [pa.Table.from_batches([b]) for b in batches]
-        yield from _part_tables(tables, _program(h, blob), tau, meta, conf_on, n, key_var)
+        yield from _part_tables(tables, _program(h, blob), tau, meta, conf_on, n, key_var,
+                                answers_select)
     except Exception as e:  # (the driver re-raises it as its class: _computed)
         from jobs.errors import LakeError
 
@@ -194,7 +201,7 @@ def _part(batches, h: str, blob: bytes, tau: int, meta: Optional[str], conf_on: 
         raise
 
 
-def _part_tables(tables, cp, tau, meta, conf_on, n, key_var):
+def _part_tables(tables, cp, tau, meta, conf_on, n, key_var, _answers_select):
     import polars as pl
     import pyarrow as pa
 
@@ -204,7 +211,6 @@ def _part_tables(tables, cp, tau, meta, conf_on, n, key_var):
     from reasoning.columnar.layout import OBJ
     from jobs.table.adapters import _polars_schema
     from jobs.table.state import load_state, state_frame
-    from jobs.tick.job import _answers_select
 
     B = PolarsBackend()
     target = _polars_schema("state")
@@ -367,9 +373,10 @@ class Share:
 
 
 def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files: list,
-                     tm) -> dict:
-    """The tick's compute() (jobs/tick/job.py) as one Spark job of n tasks (see above);
-    returns what the commits need, the parts' results merged."""
+                     tm, compute, context) -> dict:
+    """The tick's compute() (jobs/tick/job.py's, given with its TickContext class: this
+    module does not import the job) as one Spark job of n tasks (see above); returns what
+    the commits need, the parts' results merged."""
     from jobs.tick import confidence
 
     cp = ctx.cp
@@ -379,7 +386,7 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
     spec = {"lake": ctx.lake.root, "tau": ctx.tau, "run": ctx.run, "h": cp.text_hash,
             "blob": pickle.dumps(cp), "prev": prev_files, "facts": facts_files,
             "bad": bad_files, "n": n, "rows": ctx.input_rows,
-            "key": key if n > 1 else None}
+            "key": key if n > 1 else None, "compute": compute, "context": context}
 
     def tasks(batches):
         import pyarrow as pa
@@ -397,6 +404,8 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
         _reraise(e)
         raise
     outs = [pickle.loads(r[1]) for r in got]
+    TASK_PHASES.clear()
+    TASK_PHASES.update(outs[0].get("phases", {}))
     tm.lap(f"the tick's job ({n} task{'s' if n > 1 else ''}: validation, engine, files)")
     return merge(outs)
 
@@ -420,15 +429,15 @@ def _task(i: int, spec: dict) -> bytes:
     """One part's tick in a Python worker: the local executor's compute() on its share."""
     try:
         from jobs.table.store import Lake
-        from jobs.tick import job, resources
+        from jobs.tick import resources
 
         os.environ.pop("HYPO_LAKE_FAULT", None)  # (the driver injects the tick's faults)
         cp = _program(spec["h"], spec["blob"])
-        ctx = job.TickContext(Lake(spec["lake"]), spec["tau"], spec["run"], cp, "local")
+        ctx = spec["context"](Lake(spec["lake"]), spec["tau"], spec["run"], cp, "local")
         ctx.used, ctx.input_rows = "local", spec["rows"]
         share = Share(i, spec["n"], spec["key"]) if spec["key"] is not None else None
         tm = resources.Timer()
-        out = job.compute(lambda: None, ctx, spec["prev"], spec["facts"],
+        out = spec["compute"](lambda: None, ctx, spec["prev"], spec["facts"],
                           spec["bad"] if i == 0 else [], tm, share=share)
         out["phases"] = dict(tm.phases)
         return pickle.dumps(out)
@@ -439,6 +448,9 @@ def _task(i: int, spec: dict) -> bytes:
             raise RuntimeError(f"{_ERR}:{type(e).__name__}:{str(e).splitlines()[0]}") from None
         raise
 
+
+# where part 0's task of the last tick spent its time (bench/pipeline.py prints it)
+TASK_PHASES: dict[str, float] = {}
 
 _SUMMED = ("facts", "rejected", "duplicates", "ignored", "accepted", "quarantined",
            "state_rows", "answers", "definite", "hypothetical", "pending")
