@@ -52,11 +52,23 @@ def parts_for(spark, key: Optional[PartitionKey], rows: int, conf_on: bool) -> i
         return 1
     if forced:
         return max(1, int(forced))
+    return max(1, min(task_slots(spark), rows // MIN_ROWS_A_PART))
+
+
+def task_slots(spark) -> int:
+    """The tasks the session runs at once: N on local[N], else its default parallelism
+    (a cluster's: HYPO_SPARK_SHUFFLE_PARTITIONS, docs/spark.md)."""
+    import re
+
     try:
-        cores = int(spark.sparkContext.defaultParallelism)
+        sc = spark.sparkContext
     except Exception:  # Spark Connect: no SparkContext on the client
-        cores = int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
-    return max(1, min(cores, rows // MIN_ROWS_A_PART))
+        return int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", sc.master or "")
+    if m:
+        n = m.group(1)
+        return 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
+    return int(sc.defaultParallelism)
 
 
 def _key_expr(key: Optional[PartitionKey]) -> str:
