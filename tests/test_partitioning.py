@@ -35,3 +35,14 @@ def test_one_position_per_predicate_across_templates():
             "B(X, T) :- p(X, Z, T), r(X, T).\n")
     assert k is not None
     assert k.positions() == {"B": 0, "p": 0, "q": 1, "r": 0}
+
+
+@pytest.mark.parametrize("bad", ["x", "0", "-2", "1.5"])
+def test_a_bad_task_count_is_one_error_line(monkeypatch, bad):
+    from jobs.errors import LakeError
+    from jobs.tick.spark_partitioned import parts_for
+
+    monkeypatch.setenv("HYPO_SPARK_PARTS", bad)
+    k = key(open("examples/malfunction.tdl").read())
+    with pytest.raises(LakeError, match="HYPO_SPARK_PARTS"):
+        parts_for(None, k, 10 ** 6, False)

@@ -60,10 +60,10 @@ EXECUTORS = ("auto", "spark", "local", "row")
 # idempotent transaction (jobs/table/spark_delta.py) — at +4 Spark jobs and ~+1.3 s a small
 # tick (Delta computes each table's snapshot state in jobs of its own; docs/lake.md)
 SPARK_WRITERS = ("delta-spark", "delta-rs")
-# how the Spark executor runs steps 1-3 (HYPO_SPARK_PLAN): "partitioned" — one Spark job, each
-# partition of the program's key running the columnar plan on Polars (jobs/tick/
-# spark_partitioned.py); "relational" — every join, filter and aggregate of the plan a
-# DataFrame operation (jobs/tick/spark_plan.py), built again each tick
+# how the Spark executor runs a tick (HYPO_SPARK_PLAN): "partitioned" — one Spark job whose
+# tasks, split by the program's partition key, each run the columnar plan on Polars
+# (jobs/tick/spark_partitioned.py); "relational" — every join, filter and aggregate of the
+# plan a DataFrame operation (jobs/tick/spark_plan.py), built again each tick
 SPARK_PLANS = ("partitioned", "relational")
 SPARK_PLAN = os.environ.get("HYPO_SPARK_PLAN", "partitioned")
 SPARK_WRITER = os.environ.get("HYPO_SPARK_WRITER", "delta-rs")
@@ -693,6 +693,8 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
         raise LakeError(f"unknown executor {executor!r} ({' or '.join(EXECUTORS)})")
     if SPARK_WRITER not in SPARK_WRITERS:
         raise LakeError(f"HYPO_SPARK_WRITER={SPARK_WRITER!r}: use {' or '.join(SPARK_WRITERS)}")
+    if SPARK_PLAN not in SPARK_PLANS:
+        raise LakeError(f"HYPO_SPARK_PLAN={SPARK_PLAN!r}: use {' or '.join(SPARK_PLANS)}")
     cp = lake.program
     tm = resources.Timer()
     run = uuid.uuid4().hex[:12]

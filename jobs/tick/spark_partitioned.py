@@ -51,7 +51,11 @@ def parts_for(spark, key: Optional[PartitionKey], rows: int, conf_on: bool) -> i
     if key is None or conf_on:
         return 1
     if forced:
-        return max(1, int(forced))
+        if not forced.strip().isdigit() or int(forced) < 1:
+            from jobs.errors import LakeError
+
+            raise LakeError(f"HYPO_SPARK_PARTS={forced!r}: a whole number of tasks, 1 or more")
+        return int(forced)
     return max(1, min(task_slots(spark), rows // MIN_ROWS_A_PART))
 
 
@@ -171,21 +175,20 @@ def _state_types() -> list[tuple[str, str]]:
 
 def _computed(out):
     """The tick's rows computed once (one job, the plan's errors raised here as themselves)."""
-    from jobs import errors
-
     try:
         return out.localCheckpoint(eager=True)
     except Exception as e:
-        text = str(e)
-        i = text.find(_ERR + ":")
-        if i < 0:
-            raise
-        name, msg = text[i + len(_ERR) + 1:].split(":", 1)
-        msg = msg.split("\n", 1)[0].strip()
-        cls = getattr(errors, name, None)
-        if not (isinstance(cls, type) and issubclass(cls, Exception)):
-            cls = errors.LakeError
-        raise cls(msg) from None
+        _reraise(e)
+        raise
+
+
+def _mark(e: Exception) -> None:
+    """In a task: a LakeError becomes an error whose text carries its class and first line
+    (what reaches the driver of a failed Spark task is its text)."""
+    from jobs.errors import LakeError
+
+    if isinstance(e, LakeError):
+        raise RuntimeError(f"{_ERR}:{type(e).__name__}:{str(e).splitlines()[0]}") from None
 
 
 def _program(h: str, blob: bytes) -> CompiledProgram:
@@ -206,10 +209,7 @@ def _part(batches, h: str, blob: bytes, tau: int, meta: Optional[str], conf_on: 
         yield from _part_tables(tables, _program(h, blob), tau, meta, conf_on, n, key_var,
                                 answers_select)
     except Exception as e:  # (the driver re-raises it as its class: _computed)
-        from jobs.errors import LakeError
-
-        if isinstance(e, LakeError):
-            raise RuntimeError(f"{_ERR}:{type(e).__name__}:{str(e).splitlines()[0]}") from None
+        _mark(e)
         raise
 
 
@@ -423,6 +423,7 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
 
 
 def _reraise(e: Exception) -> None:
+    """A task's LakeError (marked by _ERR in the Spark error's text) raised as its class."""
     from jobs import errors
 
     text = str(e)
@@ -453,11 +454,8 @@ def _task(i: int, spec: dict) -> bytes:
                           spec["bad"] if i == 0 else [], tm, share=share)
         out["phases"] = dict(tm.phases)
         return pickle.dumps(out)
-    except Exception as e:
-        from jobs.errors import LakeError
-
-        if isinstance(e, LakeError):
-            raise RuntimeError(f"{_ERR}:{type(e).__name__}:{str(e).splitlines()[0]}") from None
+    except Exception as e:  # (the driver re-raises it as its class: _reraise)
+        _mark(e)
         raise
 
 
