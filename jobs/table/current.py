@@ -3,7 +3,6 @@ the newest tick, kept by a Delta MERGE per tick with the change data feed on, so
 feed between two versions is what `hypo run --changes` prints for those ticks."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
@@ -17,6 +16,7 @@ from jobs.errors import LakeDamaged, LakeError
 from jobs.table import delta
 from jobs.table.store import Lake
 from reasoning.run.changes import Changes
+from reasoning.util.gcpause import frozen_survivors
 from reasoning.semantics.keyed import KeyedLines
 
 KIND = "current"
@@ -61,10 +61,13 @@ def tick_lines(L: Lake, done, t: int, versions: Optional[dict] = None) -> KeyedL
 def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[dict]:
     """The rows of `current` that tick t changes, one per answer key, in the order `hypo run
     --changes` prints their lines (reasoning/run/changes.py, the same comparison)."""
+    import polars as pl
+
     ch = Changes()
     if prev is not None:
         ch.update(t - 1, prev)
     out: dict = {}
+    seen = []  # (row, the changed line's text): its query and deadline read in bulk below
     for texts, rows, heads, which, skip in ch._changed(t, cur):
         src = cur if texts is cur.line else prev
         for r, w in zip(rows, which):
@@ -72,17 +75,24 @@ def changed_rows(t: int, prev: Optional[KeyedLines], cur: KeyedLines) -> list[di
             change = head[head.index('"change": "') + 11:].split('"', 1)[0]
             line = head + texts[r][skip:]
             key = src.akey[r]
-            obj = json.loads(texts[r])
             row = out.get(key)
             if row is None:
                 row = out[key] = {"answer_key": key, "change": change, "tick": t,
                                   "seq": len(out), "sort_key": src.skey[r], "lines": [],
-                                  "statuses": set(), "deadline": None, "query": obj["query"]}
+                                  "statuses": set(), "deadline": None, "query": None}
             row["lines"].append(line)
             row["statuses"].add(REFUTED if change == REFUTED else src.status[r])
-            d = obj.get("deadline")
-            if d is not None and (row["deadline"] is None or d < row["deadline"]):
-                row["deadline"] = d
+            seen.append((row, texts[r]))
+    # (json_path_match in Rust, not json.loads a line: 3.6 s of a 12.5 s tick at 2.3 · 10⁵
+    # changed answers)
+    got = pl.Series([x for _, x in seen], dtype=pl.String)
+    queries = got.str.json_path_match("$.query").to_list()
+    deadlines = got.str.json_path_match("$.deadline").cast(pl.Int64).to_list()
+    for (row, _), q, d in zip(seen, queries, deadlines):
+        if row["query"] is None:
+            row["query"] = q
+        if d is not None and (row["deadline"] is None or d < row["deadline"]):
+            row["deadline"] = d
     for row in out.values():
         st = row.pop("statuses")
         row["status"] = (REFUTED if REFUTED in st else "definite" if st == {"definite"}
@@ -151,7 +161,10 @@ def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> d
         if (prev is None or not prev.height) and not cur.height and t < tau:
             prev = cur
             continue
-        rows = changed_rows(t, prev, cur)
+        # (acyclic rows: the cyclic GC only walked them, ~1/3 of the change feed's time at
+        # 2.3 · 10⁵ changed answers)
+        with frozen_survivors():
+            rows = changed_rows(t, prev, cur)
         keys = {r["answer_key"] for r in rows}
         gone = have - set(cur.akey) - keys
         if rows or gone:
@@ -168,10 +181,9 @@ def catch_up(L: Lake, tau: int, done=None, versions: Optional[dict] = None) -> d
 def _merge(dt: DeltaTable, rows: list[dict], gone: list[str], t: int, run: str) -> None:
     """One MERGE: the changed answers upserted, the ones no longer shown deleted."""
     schema = delta.arrow_schema(KIND)
-    cols = {f.name: [] for f in schema}
-    for r in rows + [{"answer_key": k} for k in gone]:
-        for c in cols:
-            cols[c].append(r.get(c))
+    pad = [None] * len(gone)
+    cols = {f.name: [r.get(f.name) for r in rows] + pad for f in schema}
+    cols["answer_key"] = [r["answer_key"] for r in rows] + list(gone)
     src = pa.Table.from_pydict(cols, schema=schema).append_column(
         "op", pa.array(["set"] * len(rows) + ["del"] * len(gone), pa.string()))
     md = delta.with_user_metadata({"tick": str(t), "run": run})
