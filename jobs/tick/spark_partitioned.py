@@ -31,6 +31,7 @@ MIN_ROWS_A_PART = 100_000
 _ERR = "HYPO-ERROR"  # marks an error of the plan in a worker, re-raised as itself on the driver
 
 _KEYS: dict[str, Optional[PartitionKey]] = {}
+_BLOBS: dict[str, bytes] = {}  # (driver) the program as it travels in the tick's job
 _PROGRAMS: dict[str, CompiledProgram] = {}  # (in a Python worker) the programs it has run
 
 
@@ -41,6 +42,13 @@ def key_of(cp: CompiledProgram) -> Optional[PartitionKey]:
 
         _KEYS[cp.text_hash] = partition_key(compile_templates(cp.queries))
     return _KEYS[cp.text_hash]
+
+
+def blob_of(cp: CompiledProgram) -> bytes:
+    """The program pickled for the tasks, once per program (driver side)."""
+    if cp.text_hash not in _BLOBS:
+        _BLOBS[cp.text_hash] = pickle.dumps(cp)
+    return _BLOBS[cp.text_hash]
 
 
 def parts_for(spark, key: Optional[PartitionKey], rows: int, conf_on: bool) -> int:
@@ -75,10 +83,8 @@ def task_slots(spark) -> int:
     return int(sc.defaultParallelism)
 
 
-def _key_expr(key: Optional[PartitionKey]) -> str:
+def _key_expr(key: PartitionKey) -> str:
     """The routing key of a row of the union (a slice fact, a state row), Spark SQL."""
-    if key is None:
-        return "CAST(NULL AS STRING)"
     pos = key.positions()
     pmap = "map(" + ", ".join(f"'{p}', {i}" for p, i in sorted(pos.items())) + ")" \
         if pos else "map()"
@@ -128,7 +134,7 @@ def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf
     cols = [c.name for c in OUT_STATE]
     sl = good.selectExpr("'slice' AS `_src`", *[
         f"`{c}`" if c in ("pred", "args", "time") else f"CAST(NULL AS {t}) AS `{c}`"
-        for c, t in _state_types()])
+        for c, t in _cols_ddl("state")])
     parts = [sl]
     if prev is not None:
         st = prev.where("`kind` IS NULL OR `kind` <> 'meta'").selectExpr(
@@ -136,7 +142,7 @@ def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf
         parts.append(st)
     # one row that makes a partition's task run on an empty tick (answers born of no fact)
     parts.append(spark.range(1).selectExpr("'tick' AS `_src`", *[
-        f"CAST(NULL AS {t}) AS `{c}`" for c, t in _state_types()]))
+        f"CAST(NULL AS {t}) AS `{c}`" for c, t in _cols_ddl("state")]))
     u = parts[0]
     for p in parts[1:]:
         u = u.unionByName(p)
@@ -144,7 +150,7 @@ def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf
         u = u.coalesce(1)
     else:
         u = u.withColumn("_key", B.F.expr(_key_expr(key))).repartition(n, "_key").drop("_key")
-    blob = pickle.dumps(cp)
+    blob = blob_of(cp)
     h = cp.text_hash
     key_var = key.var if key is not None else ()
 
@@ -167,10 +173,6 @@ def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf
     if conf_on:
         lines = [r[0] for r in out.where("`_out` = 'line'").select("_line").collect()]
     return state_df, answers_df, lines
-
-
-def _state_types() -> list[tuple[str, str]]:
-    return _cols_ddl("state")
 
 
 def _computed(out):
@@ -337,7 +339,7 @@ class Share:
     def __init__(self, i: int, n: int, key: PartitionKey):
         self.i, self.n, self.key = i, n, key
 
-    def _part(self, k):
+    def _bucket(self, k):
         import polars as pl
 
         return pl.when(k.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(
@@ -355,7 +357,7 @@ class Share:
         import polars as pl
 
         if kind == "facts":
-            return df.filter(self._part(self._args_key()) == self.i)
+            return df.filter(self._bucket(self._args_key()) == self.i)
         if kind != "state":
             return df
         kv = pl.lit(pl.Series(list(self.key.var), dtype=pl.Int64)).get(
@@ -364,7 +366,7 @@ class Share:
                 pl.col("vals").list.get(kv, null_on_oob=True))
              .when(pl.col("kind").is_in(["fact", "answered"])).then(self._args_key())
              .otherwise(pl.lit(None, pl.String)))
-        return df.filter((pl.col("kind") == "meta") | (self._part(k) == self.i))
+        return df.filter((pl.col("kind") == "meta") | (self._bucket(k) == self.i))
 
     def own_state(self, state, key_var: tuple):
         """The rows of S_τ this part writes: its keyed rows; the meta row and the rows born
@@ -396,7 +398,7 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
     conf_on = confidence.enabled(ctx.lake.program_info)
     n = parts_for(spark, key, ctx.input_rows, conf_on)
     spec = {"lake": ctx.lake.root, "tau": ctx.tau, "run": ctx.run, "h": cp.text_hash,
-            "blob": pickle.dumps(cp), "prev": prev_files, "facts": facts_files,
+            "blob": blob_of(cp), "prev": prev_files, "facts": facts_files,
             "bad": bad_files, "n": n, "rows": ctx.input_rows,
             "key": key if n > 1 else None, "compute": compute, "context": context}
 
