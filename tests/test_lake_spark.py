@@ -4,6 +4,7 @@ programs), time travel, answer lifecycles, backfill, crash injection, concurrent
 bad input files."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -585,6 +586,16 @@ def test_a_spark_tick_is_committed_once_by_delta_spark_and_delta_rs_goes_on(
     assert DeltaTable(os.path.join(lake, "state")).transaction_version(app) == txn
     assert s["state_digest"] == Lake(turbine["lake"]).done()[3]["state_digest"]
     assert api_lines(lake, 3, "all", MAIN) == turbine["ref_all"][3]
+    # the digests the tasks computed are those of the files delta-spark wrote; the tasks'
+    # own files are removed once Spark has copied them (the crashed run's answers excepted)
+    for kind in ("state", "answers"):
+        live = [os.path.join(lake, kind, a["path"]) for a in delta.add_actions(
+            DeltaTable(os.path.join(lake, kind)), 3, 3)]
+        assert tickjob.digest_files(live, ["json"] if kind == "answers" else
+                                    tickjob.STATE_FILE_COLS)[1] == s[f"{kind}_digest"]
+        if kind == "state":
+            assert sorted(glob.glob(os.path.join(lake, kind, "tick=3", "**", "*.parquet"),
+                                    recursive=True)) == sorted(live)
     # the same inputs again: nothing new is committed
     again = api.run_tick(lake, 3, executor="spark")
     assert sorted(again["counts"]["adopted"]) == [f"answers@{an['version']}",

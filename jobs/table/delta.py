@@ -25,7 +25,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 from deltalake.transaction import (AddAction, CommitProperties, Transaction,
                                   create_table_with_add_actions)
 
-from schemas.lake import arrow_schema, partition_by, required
+from schemas.lake import arrow_schema, partition_by, required, table_properties
 
 from jobs.table import damage
 from jobs.errors import ConcurrentTickError, LakeDamaged, LakeMissing
@@ -71,14 +71,28 @@ def damaged_file(path: str, version: Optional[int], full: str, why: str,
 
 def create_table(path: str, kind: str, metadata: Optional[dict] = None,
                  configuration: Optional[dict] = None) -> None:
-    """An empty Delta table with the schema `kind` of schemas/lake.json (version 0)."""
+    """An empty Delta table with the schema `kind` of schemas/lake.json (version 0), with
+    the table's properties (schemas/lake.py `table_properties`)."""
     os.makedirs(path, exist_ok=True)
+    configuration = {**table_properties(kind), **(configuration or {})} or None
     create_table_with_add_actions(
         path, Schema.from_arrow(arrow_schema(kind)), [], mode="error",
         partition_by=partition_by(kind) or None, name=kind, configuration=configuration,
         commit_properties=CommitProperties(
             custom_metadata=with_user_metadata({"hypo": "create", **(metadata or {})})),
     )
+
+
+def ensure_properties(path: str, kind: str) -> None:
+    """Give a table created before them its properties (schemas/lake.py `table_properties`):
+    one commit of table metadata, once; a table that has them is not touched."""
+    want = table_properties(kind)
+    dt = DeltaTable(path)
+    have = dt.metadata().configuration
+    missing = {k: v for k, v in want.items() if have.get(k) != v}
+    if missing:
+        dt.alter.set_table_properties(missing, commit_properties=CommitProperties(
+            custom_metadata=with_user_metadata({"hypo": "properties"})))
 
 
 def with_user_metadata(md: dict) -> dict:

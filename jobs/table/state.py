@@ -168,17 +168,6 @@ def load_state(B, eng, df, tick: int, cp: CompiledProgram) -> None:
     eng.tau = tick
 
 
-def meta_row_info(files: list[str], tick: int, cp: CompiledProgram) -> str:
-    """The meta row of S_tick read from its files (the driver, no Spark job), checked."""
-    import pyarrow.dataset as ds
-
-    d = ds.dataset(files, format="parquet")
-    info = d.to_table(columns=["info"], filter=ds.field("kind") == "meta").column(
-        "info").to_pylist()
-    check_meta(info, tick, cp)
-    return info[0]
-
-
 def check_meta(info: list, tick: int, cp: CompiledProgram) -> None:
     if not info:
         raise LakeError(f"the state of tick {tick} has no meta row (damaged or written by an "

@@ -13,8 +13,8 @@ table) → S_τ and the main query's answers, as one Spark plan with no Python o
  4. Spark writes S_τ, the answers and the quarantine rows as Parquet; delta-rs commits them
     (state: replace partition τ; answers and quarantine: replace partition τ), each
     conditional on the version read at the start of the run — or, with
-    HYPO_SPARK_WRITER=delta-spark, delta-spark writes and commits S_τ and the answers
-    (jobs/table/spark_delta.py).  Digests are order-independent XORs of 64-bit row hashes
+    HYPO_SPARK_WRITER=delta-spark, Spark copies S_τ's and the answers' files into their
+    tables with delta-spark's commits (jobs/table/spark_delta.py).  Digests are order-independent XORs of 64-bit row hashes
     of the committed files, the same whichever executor wrote them.
 
 Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
@@ -27,6 +27,7 @@ driver (the reference, for comparison).  The tables are the same.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -54,11 +55,11 @@ PHASE_POINTS = ("after_validate", "after_compute", "after_state_commit", "after_
                 "after_quarantine_commit", "before_done")
 EXECUTORS = ("auto", "spark", "local", "row")
 # who commits S_τ and the answers of a tick on the Spark executor (HYPO_SPARK_WRITER):
-# "delta-rs" (default): Spark writes Parquet files that delta-rs commits, each commit
-# conditional on the versions the run read, as the in-process executors do; "delta-spark"
-# (issue 43.1): Spark writes and commits them itself — replaceWhere on the tick and an
-# idempotent transaction (jobs/table/spark_delta.py) — at +4 Spark jobs and ~+1.3 s a small
-# tick (Delta computes each table's snapshot state in jobs of its own; docs/lake.md)
+# "delta-rs" (default): the files the tick wrote, each commit conditional on the versions
+# the run read, as the in-process executors do; "delta-spark" (issue 43.1): Spark reads
+# those files and writes them again with delta-spark — replaceWhere on the tick and an
+# idempotent transaction (jobs/table/spark_delta.py) — at +6 Spark jobs, ~+2 s a small tick
+# and ~+3 s at 10⁵ facts (the copy, Delta's snapshot jobs: docs/performance.md)
 SPARK_WRITERS = ("delta-spark", "delta-rs")
 # how the Spark executor runs a tick (HYPO_SPARK_PLAN): "partitioned" — one Spark job whose
 # tasks, split by the program's partition key, each run the columnar plan on Polars
@@ -314,7 +315,7 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     """Steps 1-4 up to (not including) the commits; returns what the commits need.
     share: this is one part of a tick split by the program's key, run in a Spark task
     (jobs/tick/spark_partitioned.py): its rows only, its own files."""
-    if ctx.used == "spark" and SPARK_PLAN == "partitioned" and SPARK_WRITER == "delta-rs":
+    if ctx.used == "spark" and SPARK_PLAN == "partitioned":
         return _compute_in_tasks(spark, ctx, prev_files, facts_files, bad_files, tm)
     from reasoning.columnar.layout import INT, OBJ
     from reasoning.util.gcpause import frozen_survivors
@@ -391,19 +392,6 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
             state_df, objs = _row_executor(B, ctx, prev, good, conf_on)
             if not conf_on:
                 answers_df = _answers_frame(B, objs)
-        elif io.name == "spark" and SPARK_PLAN == "partitioned":
-            from jobs.table.state import meta_row_info
-            from jobs.tick import spark_partitioned
-
-            meta = meta_row_info(prev_files, tau - 1, cp) if prev_files else None
-            state_df, answers_df, lines = spark_partitioned.run(
-                io, cp, prev, good, tau, meta, conf_on, ctx.input_rows, _answers_select)
-            del prev
-            state_df = B.concat([state_df, B.from_rows(
-                [{"kind": "meta", "info": meta_info(cp)}], dict(STATE_KINDS))])
-            if conf_on:
-                with frozen_survivors():
-                    objs = [json.loads(x) for x in lines]
         else:
             from reasoning.columnar import ColumnarEngine
             from reasoning.columnar.render.answers import Renderer
@@ -452,20 +440,12 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         tag = f"{tau:08d}-{run}"
         state_dir, ans_dir = f"tick={tau}/v-{tag}", f"tick={tau}/r-{run}"
         q_dir = f"tick={tau}/stage=tick/r-{run}"
-        pending = None
         state_frame_ = B.select_cols(state_df, list(STATE_FILE_COLS))
-        if io.name == "spark" and SPARK_WRITER == "delta-spark":
-            # written by delta-spark at the commits (run_tick), each write its own commit
-            pending = {"state": state_frame_,
-                       "answers": (_answers_select(B, answers_df) if answers_df is not None
-                                   else _no_answers(io))}
-            state_actions, answer_actions = [], []
-        else:
-            state_actions = io.write(state_frame_, lake.path("state"), state_dir, "state",
-                                     {"tick": str(tau)}, f"state-{tag}")
-            tm.lap("write state")
-            answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
-            tm.lap("write answers")
+        state_actions = io.write(state_frame_, lake.path("state"), state_dir, "state",
+                                 {"tick": str(tau)}, f"state-{tag}")
+        tm.lap("write state")
+        answer_actions = _write_answers(io, answers_df, lake, tau, ans_dir, tag)
+        tm.lap("write answers")
         del state_df, answers_df, state_frame_
         q_actions = []
         if q is not None:
@@ -482,14 +462,13 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                   "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign,
                   "quarantined": n_rej + n_dup + len(bad_files), "executor": ctx.used}
         out = {"state_actions": state_actions, "answer_actions": answer_actions,
-               "quarantine_actions": q_actions, "dq": dq, "counts": counts, "pending": pending,
+               "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                "jobs": jobs if io.name == "spark" else None}
-        if pending is None:
-            out["state_digest"] = _digest_into(counts, "state", [
-                os.path.join(lake.path("state"), a.path) for a in state_actions])
-            out["answers_digest"] = _digest_into(counts, "answers", [
-                os.path.join(lake.path("answers"), a.path) for a in answer_actions])
-            tm.lap("digests")
+        out["state_digest"] = _digest_into(counts, "state", [
+            os.path.join(lake.path("state"), a.path) for a in state_actions])
+        out["answers_digest"] = _digest_into(counts, "answers", [
+            os.path.join(lake.path("answers"), a.path) for a in answer_actions])
+        tm.lap("digests")
         if io.name == "spark":
             counts["spark_jobs_on_driver"] = B.actions  # the plan's own probes of the data
         return out
@@ -538,11 +517,6 @@ def _answers_select(B, answers_df):
     return B.select(answers_df, items)
 
 
-def _no_answers(io):
-    """An empty answers frame: delta-spark's replaceWhere then clears partition τ."""
-    return io.read([], "answers")
-
-
 def _digest_into(counts: dict, kind: str, files: list[str]) -> str:
     """Digest the files of S_τ or of the answers; their row and status counts into counts."""
     if kind == "state":
@@ -554,20 +528,32 @@ def _digest_into(counts: dict, kind: str, files: list[str]) -> str:
     return dig
 
 
-def _spark_commit(ctx: "TickContext", kind: str, df, md: dict, txn: tuple[str, int],
-                  counts: dict, what: str) -> tuple[int, str]:
-    """S_τ or the answers written and committed by delta-spark (jobs/table/spark_delta.py);
-    (the version holding them, their digest).  A repeated run on the same inputs adopts the
-    commit an earlier run made (Delta skipped the write: `counts["adopted"]`)."""
+def _spark_commit(spark: Callable, ctx: "TickContext", kind: str, actions: list, md: dict,
+                  txn: tuple[str, int], counts: dict, what: str) -> int:
+    """S_τ or the answers committed by delta-spark (jobs/table/spark_delta.py): the files the
+    tick's tasks wrote, read by Spark and written again as partition τ (`replaceWhere`, the
+    tick's idempotent transaction); the version that holds them.  The tasks' files, never
+    committed, are removed.  A repeated run on the same inputs adopts the commit an earlier
+    run made (Delta skipped the write: `counts["adopted"]`)."""
+    from schemas.lake import spark_ddl
+
     tau, path = ctx.tau, ctx.lake.path(kind)
     (app, version) = txn
+    s = spark()
+    files = [os.path.join(path, a.path) for a in actions]
+    ddl = spark_ddl(kind, with_partitions=False)
+    df = s.read.schema(ddl).parquet(*files) if files else s.createDataFrame([], ddl)
     spark_delta.write(df, path, kind, tau, {**md, "txn": str(version)}, app, version, what)
     v, fresh = spark_delta.committed(path, kind, tau, app, version, ctx.run, what)
     if not fresh:
         counts.setdefault("adopted", []).append(f"{kind}@{v}")
-    adds = delta.add_actions(delta.open_table(path, v), tau, tau)
-    files = [os.path.join(path, a["path"]) for a in adds if a.get("partition.tick") == tau]
-    return v, _digest_into(counts, kind, files)
+    for f in files:
+        with contextlib.suppress(OSError):
+            os.remove(f)
+    for d in sorted({os.path.dirname(f) for f in files}, reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(d)
+    return v
 
 
 def _quarantine_frame(B, v):
@@ -699,6 +685,9 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     tm = resources.Timer()
     run = uuid.uuid4().hex[:12]
     ctx = TickContext(lake, tau, run, cp, executor, master)
+    if SPARK_WRITER == "delta-spark":  # the tables' properties (a lake created before them)
+        for k in ("state", "answers"):
+            delta.ensure_properties(lake.path(k), k)
     # versions read at the start: every commit of this run is conditional on them
     for k in ("facts", "state", "answers", "quarantine", "dq"):
         ctx.tables[k] = lake.table(k)
@@ -724,35 +713,32 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     fault("after_compute", tau)
     md = {"tick": str(tau), "run": run, "program": cp.text_hash}
     what = f"tick {tau} is being written by another run"
-    pend = r["pending"]
     # the tick's Delta application transaction, whichever library commits (spark_delta.py):
     # a delta-spark run on the same inputs later adopts this run's commits
     txn = (spark_delta.app_id(tau, cp.text_hash),
            spark_delta.txn_version(ctx.versions["facts"], prev_v))
     smd = {**md, "prev_state_version": str(prev_v), "facts_version": str(ctx.versions["facts"])}
+    by_spark = ctx.used == "spark" and SPARK_WRITER == "delta-spark"
+
+    def commit(kind: str, meta: dict) -> int:
+        meta = {**meta, "digest": r[f"{kind}_digest"]}
+        acts = r["answer_actions" if kind == "answers" else "state_actions"]
+        if by_spark:
+            return _spark_commit(spark, ctx, kind, acts, meta, txn, r["counts"], what)
+        return delta.commit(ctx.tables[kind], kind, acts, mode="overwrite",
+                            partition_filters=[("tick", "=", str(tau))],
+                            metadata={**meta, "txn": str(txn[1])}, what=what, txn=txn)
+
     try:
-        if pend is not None:
-            sv, r["state_digest"] = _spark_commit(ctx, "state", pend["state"], smd, txn,
-                                                  r["counts"], what)
-        else:
-            sv = delta.commit(ctx.tables["state"], "state", r["state_actions"], mode="overwrite",
-                              partition_filters=[("tick", "=", str(tau))],
-                              metadata={**smd, "digest": r["state_digest"], "txn": str(txn[1])},
-                              what=what, txn=txn)
+        sv = commit("state", smd)
     except ConcurrentTickError as e:
         raise ConcurrentTickError(f"{e}; nothing of this run was committed") from None
     lake.log(tau, run, "state", facts_version=ctx.versions["facts"], prev_state_version=prev_v,
              state_version=sv, state_digest=r["state_digest"])
     fault("after_state_commit", tau)
-    if pend is not None:
-        av, r["answers_digest"] = _spark_commit(ctx, "answers", pend["answers"], smd, txn,
-                                                r["counts"], what)
+    av = commit("answers", md)
+    if by_spark:
         tm.lap("commits (delta-spark)")
-    else:
-        av = delta.commit(ctx.tables["answers"], "answers", r["answer_actions"], mode="overwrite",
-                          partition_filters=[("tick", "=", str(tau))],
-                          metadata={**md, "digest": r["answers_digest"], "txn": str(txn[1])},
-                          what=what, txn=txn)
     lake.log(tau, run, "answers", state_version=sv, answers_version=av,
              answers_digest=r["answers_digest"])
     fault("after_answers_commit", tau)

@@ -2,14 +2,10 @@
 (reasoning/columnar/partitioning.py): each part runs the columnar plan on Polars over the
 facts and state rows of its key values.  The program reaches each Python worker once and is
 compiled there once per program and process (`_program`), not rebuilt as ~600 DataFrame
-operations a tick.  Two forms:
-
-* `compute_in_tasks` (the default, the delta-rs writer): the job's n tasks each read their
-  share of D|τ and S_{τ-1} from the Parquet files and run the local executor's whole tick
-  on it (validation, GX, steps 1-3, the uncommitted files); the driver merges and commits.
-* `run` (with HYPO_SPARK_WRITER=delta-spark, which writes DataFrames): Spark reads the
-  tables, routes their rows by the key and each partition runs steps 1-3 (`mapInArrow`);
-  S_τ and the answers come back as DataFrames.
+operations a tick.  The job's n tasks each read their share of D|τ and S_{τ-1} from the
+Parquet files and run the local executor's whole tick on it (validation, GX, steps 1-3, the
+uncommitted files); the driver merges their results and commits — with delta-spark (the
+files copied into the tables by Spark: jobs/tick/job.py `_spark_commit`) or delta-rs.
 
 A program without a partition key (a template without positive literals, as Example 13's
 `OK(X, T-1) :- not Shdn(X, T)`: one answer row collects exclusions of every device) runs in
@@ -23,7 +19,6 @@ from typing import Optional
 
 from reasoning.columnar.partitioning import PartitionKey, partition_key
 from reasoning.language.compiler import CompiledProgram
-from schemas.lake import arrow_schema, spark_ddl
 
 # rows a partition should at least hold before a tick is split (a part's plan costs ~50 ms of
 # Polars set-up whatever its size); HYPO_SPARK_PARTS forces a count
@@ -83,107 +78,6 @@ def task_slots(spark) -> int:
     return int(sc.defaultParallelism)
 
 
-def _key_expr(key: PartitionKey) -> str:
-    """The routing key of a row of the union (a slice fact, a state row), Spark SQL."""
-    pos = key.positions()
-    pmap = "map(" + ", ".join(f"'{p}', {i}" for p, i in sorted(pos.items())) + ")" \
-        if pos else "map()"
-    args_key = f"get(`args`, try_element_at({pmap}, `pred`))"
-    vars_ = "array(" + ", ".join(str(v) for v in key.var) + ")"
-    ans_key = f"get(`vals`, get({vars_}, CAST(`template` AS INT)))"
-    return (f"CASE WHEN `_src` = 'slice' OR `kind` IN ('fact', 'answered') THEN {args_key} "
-            f"WHEN `kind` = 'answer' THEN {ans_key} END")
-
-
-OUT_STATE = arrow_schema("state", with_partitions=False)
-OUT_ANSWERS = arrow_schema("answers", with_partitions=False)
-
-
-def out_schema():
-    import pyarrow as pa
-
-    fields = [pa.field("_out", pa.string())]
-    fields += list(OUT_STATE)
-    fields += [pa.field("a_" + f.name, f.type) for f in OUT_ANSWERS]
-    fields += [pa.field("_line", pa.string())]
-    return pa.schema(fields)
-
-
-def _cols_ddl(table: str) -> list[tuple[str, str]]:
-    """(name, Spark SQL type) of a table's file columns."""
-    out = []
-    for part in spark_ddl(table, with_partitions=False).split(", `"):
-        name, typ = part.lstrip("`").split("` ", 1)
-        out.append((name, typ))
-    return out
-
-
-def _out_ddl() -> str:
-    items = ["`_out` string"] + [f"`{c}` {t}" for c, t in _cols_ddl("state")]
-    items += [f"`a_{c}` {t}" for c, t in _cols_ddl("answers")] + ["`_line` string"]
-    return ", ".join(items)
-
-
-def run(io, cp: CompiledProgram, prev, good, tau: int, meta: Optional[str], conf_on: bool,
-        rows: int, answers_select):
-    """(state_df without its meta row, answers_df or None, lines or None): the tick's engine
-    on Spark.  prev: S_{τ-1}'s rows (a DataFrame) or None; good: the accepted slice."""
-    B, spark = io.B, io.spark
-    key = key_of(cp)
-    n = parts_for(spark, key, rows, conf_on)
-    cols = [c.name for c in OUT_STATE]
-    sl = good.selectExpr("'slice' AS `_src`", *[
-        f"`{c}`" if c in ("pred", "args", "time") else f"CAST(NULL AS {t}) AS `{c}`"
-        for c, t in _cols_ddl("state")])
-    parts = [sl]
-    if prev is not None:
-        st = prev.where("`kind` IS NULL OR `kind` <> 'meta'").selectExpr(
-            "'state' AS `_src`", *[f"`{c}`" for c in cols])
-        parts.append(st)
-    # one row that makes a partition's task run on an empty tick (answers born of no fact)
-    parts.append(spark.range(1).selectExpr("'tick' AS `_src`", *[
-        f"CAST(NULL AS {t}) AS `{c}`" for c, t in _cols_ddl("state")]))
-    u = parts[0]
-    for p in parts[1:]:
-        u = u.unionByName(p)
-    if n == 1:
-        u = u.coalesce(1)
-    else:
-        u = u.withColumn("_key", B.F.expr(_key_expr(key))).repartition(n, "_key").drop("_key")
-    blob = blob_of(cp)
-    h = cp.text_hash
-    key_var = key.var if key is not None else ()
-
-    def tick_part(batches):
-        yield from _part(batches, h, blob, tau, meta, conf_on, n, key_var, answers_select)
-
-    out = u.mapInArrow(tick_part, _out_ddl())
-    out = _computed(out)
-    state_df = out.where("`_out` = 'state'").select(*cols)
-    # (named as the renderer names them: job.py's _answers_select makes them file columns)
-    ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
-    a_items = [f"`a_{f.name}` AS `{ren.get(f.name, f.name)}`" for f in OUT_ANSWERS]
-    answers_df = None if conf_on else out.where("`_out` = 'answers'").selectExpr(*a_items)
-    if n > 1:  # one copy of the rows born alike in every part
-        state_df = state_df.unionByName(
-            out.where("`_out` = 'state_g'").select(*cols).dropDuplicates())
-        answers_df = answers_df.unionByName(
-            out.where("`_out` = 'answers_g'").selectExpr(*a_items).dropDuplicates())
-    lines = None
-    if conf_on:
-        lines = [r[0] for r in out.where("`_out` = 'line'").select("_line").collect()]
-    return state_df, answers_df, lines
-
-
-def _computed(out):
-    """The tick's rows computed once (one job, the plan's errors raised here as themselves)."""
-    try:
-        return out.localCheckpoint(eager=True)
-    except Exception as e:
-        _reraise(e)
-        raise
-
-
 def _mark(e: Exception) -> None:
     """In a task: a LakeError becomes an error whose text carries its class and first line
     (what reaches the driver of a failed Spark task is its text)."""
@@ -198,77 +92,6 @@ def _program(h: str, blob: bytes) -> CompiledProgram:
     if cp is None:
         cp = _PROGRAMS[h] = pickle.loads(blob)
     return cp
-
-
-def _part(batches, h: str, blob: bytes, tau: int, meta: Optional[str], conf_on: bool,
-          n: int, key_var: tuple, answers_select):
-    """One partition's tick (in a Python worker): its slice facts and state rows in, its
-    rows of S_τ, answers (or answer lines, with confidence) out, as Arrow batches."""
-    import pyarrow as pa
-
-    try:
-        tables = [pa.Table.from_batches([b]) for b in batches]
-        yield from _part_tables(tables, _program(h, blob), tau, meta, conf_on, n, key_var,
-                                answers_select)
-    except Exception as e:  # (the driver re-raises it as its class: _computed)
-        _mark(e)
-        raise
-
-
-def _part_tables(tables, cp, tau, meta, conf_on, n, key_var, _answers_select):
-    import polars as pl
-    import pyarrow as pa
-
-    from reasoning.columnar import ColumnarEngine
-    from reasoning.columnar.backends.polars import PolarsBackend
-    from reasoning.columnar.render.answers import Renderer
-    from reasoning.columnar.layout import OBJ
-    from jobs.table.adapters import _polars_schema
-    from jobs.table.state import load_state, state_frame
-
-    B = PolarsBackend()
-    target = _polars_schema("state")
-    if tables:
-        df = pl.from_arrow(pa.concat_tables(tables))
-    else:
-        df = pl.DataFrame(schema={"_src": pl.String, **target})
-    src = pl.col("_src")
-    eng = ColumnarEngine(cp, backend=B)
-    if meta is not None:
-        st = df.filter(src == "state").select(list(target)).cast(target)
-        st = pl.concat([st, pl.DataFrame([{"kind": "meta", "info": meta}],
-                                         schema=target)], how="vertical")
-        load_state(B, eng, st, tau - 1, cp)
-    good = df.filter(src == "slice").select("pred", "args", "time")
-    D = {p: B.select(B.filter(good, B.col("pred") == B.lit(p, OBJ)),
-                     [B.alias(B.get_item(B.col("args"), i), f"a{i}") for i in range(arity - 1)]
-                     + [B.alias(B.col("time"), "t")])
-         for p, arity in sorted(eng.edb.items())}
-    del df, good
-    rep = eng.step(D, tau, snapshot=False, clean=True)
-    schema = out_schema()
-    state = state_frame(B, eng, cp).filter(pl.col("kind") != "meta")
-    if conf_on:  # (one part: see parts_for)
-        yield from _tagged(state, "state", "", schema)
-        lines = Renderer(eng).lines(rep.frames, tau, True, True)
-        yield from _tagged(pl.DataFrame({"_line": lines}, schema={"_line": pl.String}), "line",
-                           "", schema)
-        return
-    # rows whose key is unbound (answers pending on every device, `B(X, 5)` before any fact
-    # of X) are born alike in every part: the driver keeps one copy of each ("…_g")
-    split = n > 1
-    glob = _unkeyed(state, key_var) if split else pl.lit(False)
-    if split:
-        _check_global(state.filter(glob))
-    yield from _tagged(state.filter(~glob), "state", "", schema)
-    yield from _tagged(state.filter(glob), "state_g", "", schema)
-    frames = {"": rep.frames} if not split else {
-        "": {kp: f for kp, f in rep.frames.items() if key_var[kp[0]] in kp[1]},
-        "_g": {kp: f for kp, f in rep.frames.items() if key_var[kp[0]] not in kp[1]}}
-    for tag, fr in frames.items():
-        a = Renderer(eng).lines(fr, tau, False, True, table=True) if fr else None
-        if a is not None:
-            yield from _tagged(_answers_select(B, a), "answers" + tag, "a_", schema)
 
 
 def _unkeyed(st, key_var: tuple):
@@ -295,37 +118,9 @@ def _check_global(g) -> None:
                         f"with HYPO_SPARK_PARTS=1 and report it")
 
 
-def _tagged(df, tag: str, prefix: str, schema) -> list:
-    """A frame's rows as record batches of the output schema (the other columns null)."""
-    import pyarrow as pa
-
-    t = df.to_arrow()
-    n = t.num_rows
-    if not n:
-        return []
-    cols = []
-    for f in schema:
-        if f.name == "_out":
-            cols.append(pa.array([tag] * n, pa.string()))
-            continue
-        name = None
-        if tag.startswith("answers") and f.name.startswith(prefix):
-            name = f.name[len(prefix):]
-        elif tag.startswith("state") and not f.name.startswith("a_") and f.name != "_line":
-            name = f.name
-        elif tag == "line" and f.name == "_line":
-            name = f.name
-        if name is not None and name in t.column_names:
-            cols.append(t.column(name).cast(f.type))
-        else:
-            cols.append(pa.nulls(n, f.type))
-    return pa.Table.from_arrays(cols, schema=schema).to_batches()
-
-
 # ------------------------------------------------------------------ the tick as tasks
-# With the delta-rs writer (the default), the tick's job reads no table through the JVM:
-# its n tasks each read the slice's and S_{τ-1}'s Parquet files with Polars, keep their
-# share of the key's values (`Share`), and run the local executor's whole tick on it —
+# The tick's job reads no table through the JVM: its n tasks each read the slice's and
+# S_{τ-1}'s Parquet files with Polars, keep their share of the key's values (`Share`), and run the local executor's whole tick on it —
 # validation, GX, steps 1-3, the answers, the uncommitted files of S_τ, the answers and the
 # quarantine — returning the file actions, counts and checks to the driver, which commits.
 # (Spark's Arrow transfer of table rows to a Python worker cost ~10 µs a row, the arrays'
