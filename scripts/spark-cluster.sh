@@ -8,6 +8,9 @@
 #                                    --connect: also a Spark Connect server on the cluster (one
 #                                    long-lived driver for every client), its URL printed last
 #                                    (sc://127.0.0.1:C)
+#   scripts/spark-cluster.sh connect (re)starts the Spark Connect server of a running cluster
+#                                    if it is not running (a lost server: the DAG's retries
+#                                    then go through); prints its URL
 #   scripts/spark-cluster.sh status  master URL, workers alive, pids (exit 1: nothing runs)
 #   scripts/spark-cluster.sh stop    stops every process start started (by pid; waits; the
 #                                    executors the workers launched too); idempotent
@@ -40,7 +43,7 @@ TIMEOUT="${HYPO_SPARK_START_TIMEOUT:-120}"
 CPORT="${HYPO_SPARK_CONNECT_PORT:-15002}"
 WORKERS=2 CORES=1 MEMORY=2g CONNECT=0
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "spark-cluster: $*" >&2; exit 1; }
 
 cmd="${1:-}"
@@ -233,7 +236,11 @@ EOF
 
 # A Spark Connect server on the cluster: a long-lived driver (the session settings of
 # jobs/tick/spark.py, the delta-spark jars, the project on the executors' PYTHONPATH) that
-# the DAG's tasks and `hypo lake --master sc://…` use instead of a JVM each (issue 43)
+# the DAG's tasks and `hypo lake --master sc://…` use instead of a JVM each (issue 43).
+# Python workers without a daemon and not reused: Spark 4.2 keys an executor's Python
+# workers by the Connect session and never frees them (SPARK-54055, after 4.2), so every
+# DAG task — a session of its own — left a daemon and a worker (~280 MB) on each executor
+# for good; a session's workers would not be reused by the next task anyway
 start_connect() {
   local spark_home="$1" py="$2" jars cjar pid t0=$SECONDS
   cjar="$spark_home/jars/spark-connect_2.13-$("$py" -c 'import pyspark; print(pyspark.__version__)').jar"
@@ -249,6 +256,7 @@ start_connect() {
     --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
     --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
     --conf spark.databricks.delta.snapshotPartitions=1 \
+    --conf spark.python.use.daemon=false --conf spark.python.worker.reuse=false \
     --conf spark.sql.adaptive.enabled=false --conf spark.sql.autoBroadcastJoinThreshold=-1 \
     --conf spark.sql.session.timeZone=UTC --conf spark.ui.showConsoleProgress=false \
     --conf "spark.sql.shuffle.partitions=${HYPO_SPARK_SHUFFLE_PARTITIONS:-4}" \
@@ -261,13 +269,11 @@ start_connect() {
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "spark-cluster: the Connect server exited; its log ($DIR/connect/log) ends:" >&2
       tail -n 15 "$DIR/connect/log" >&2 || true
-      stop >/dev/null
-      exit 1
+      connect_failed "$pid"
     fi
     if [ $((SECONDS - t0)) -ge "$TIMEOUT" ]; then
       echo "spark-cluster: the Connect server did not start in ${TIMEOUT} s; see $DIR/connect/log" >&2
-      stop >/dev/null
-      exit 1
+      connect_failed "$pid"
     fi
     sleep 1
   done
@@ -275,8 +281,42 @@ start_connect() {
   echo "sc://127.0.0.1:$CPORT"
 }
 
+# a Connect server that did not come up: the whole cluster stopped if `start` started it,
+# only the server if `connect` did (the cluster keeps running)
+connect_failed() {
+  if [ "$cmd" = connect ]; then
+    kill -TERM "$1" 2>/dev/null || true
+    rm -f "$DIR/connect/pid"
+  else
+    stop >/dev/null
+  fi
+  exit 1
+}
+
+restart_connect() {
+  local py spark_home pid
+  if [ -z "$(processes)" ]; then
+    die "no Spark cluster runs: start one with \`scripts/spark-cluster.sh start --connect\`"
+  fi
+  load_env
+  if pid="$(alive_pid "$DIR/connect" SparkConnectServer)"; then
+    echo "spark-cluster: the Connect server already runs (pid $pid)" >&2
+    echo "sc://127.0.0.1:$CPORT"
+    return 0
+  fi
+  alive_pid "$DIR/master" deploy.master.Master >/dev/null || die "the cluster's master is not running: stop, then start the cluster"
+  py="$(python_exe)"
+  spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null)" \
+    || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
+  export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
+  export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
+  rm -rf "$DIR/connect"
+  start_connect "$spark_home" "$py"
+}
+
 case "$cmd" in
   start) start ;;
+  connect) restart_connect ;;
   stop) stop ;;
   status) status ;;
   *) usage ;;

@@ -103,6 +103,13 @@ def _alive(pid: int) -> bool:
     return state != "Z" and (b"java" in cmd or b"python" in cmd)
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _stop(env: dict, folder: Path, pids: list[int]) -> tuple:
     """`stop`, then (its result, the pids still alive 10 s later — killed: a test never
     leaves a cluster running, even when stop failed)."""
@@ -268,6 +275,33 @@ def test_ticks_through_spark_connect_on_the_cluster(tmp_path):
                              capture_output=True, timeout=120)
         assert bad.returncode == 2 and "no Spark Connect server answers at sc://" in bad.stderr
         assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+        # the server lost: the next tick fails in one line; `spark-cluster.sh connect`
+        # brings it back on the running cluster, and the same command (a retry) goes through
+        pids = sorted(set(pids) | set(_cluster_pids(folder)))
+        server = int((folder / "connect" / "pid").read_text())
+        os.kill(server, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        nxt = [sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "run", "--from",
+               str(until + 1), "--to", str(until + 1), "--executor", "spark", "--master", url]
+        lost = subprocess.run(nxt, env={**env, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
+                              text=True, capture_output=True, timeout=300)
+        assert lost.returncode == 2 and "no Spark Connect server answers at" in lost.stderr
+        assert "Traceback" not in lost.stderr and len(lost.stderr.strip().splitlines()) == 1
+        back = _script(env, "connect")
+        assert back.returncode == 0 and back.stdout.strip().splitlines()[-1] == url, back.stderr
+        assert _script(env, "connect").returncode == 0  # already running: nothing to do
+        again = subprocess.run(nxt, env={**env, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
+                               text=True, capture_output=True, timeout=1200)
+        assert again.returncode == 0, again.stderr[-3000:]
+        ref = reference(TURBINES, STREAM, until + 1, all_=True)
+        assert api_lines(lake, until + 1, "all", MAIN) == ref[until + 1]
+        # every client session is gone with its Python workers: none is left on the executor
+        # (Spark 4.2 keeps a session's daemon for good: the server runs none)
+        left = [q for q in _cluster_pids(folder)
+                if re.search(r"-m pyspark\.(daemon|worker)\b", _cmdline(q))]
+        assert not left, [_cmdline(q) for q in left]
     finally:
         stopped, left = _stop(env, folder, pids)
     assert stopped.returncode == 0 and "connect (pid" in stopped.stdout, stopped.stdout

@@ -14,8 +14,9 @@ table) → S_τ and the main query's answers, as one Spark plan with no Python o
     (state: replace partition τ; answers and quarantine: replace partition τ), each
     conditional on the version read at the start of the run — or, with
     HYPO_SPARK_WRITER=delta-spark, Spark copies S_τ's and the answers' files into their
-    tables with delta-spark's commits (jobs/table/spark_delta.py).  Digests are order-independent XORs of 64-bit row hashes
-    of the committed files, the same whichever executor wrote them.
+    tables with delta-spark's commits (jobs/table/spark_delta.py).  Digests are
+    order-independent XORs of 64-bit row hashes of the committed files, the same whichever
+    executor wrote them.
 
 Executors (`hypo lake tick --executor`, `HYPO_LAKE_EXECUTOR`): `spark` runs the plan above;
 `local` runs the same plan on Polars in the driver (Spark's fixed cost per stage makes a
@@ -322,10 +323,10 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     from reasoning.semantics.patterns import Fact
 
     from jobs.tick import confidence
-    from jobs.table.state import STATE_KINDS, load_state, meta_info, state_frame
+    from jobs.table.state import STATE_KINDS, load_state, state_frame
     from jobs.ingest.dq import GX_COLUMNS
-    from jobs.ingest.validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary, with_duplicates,
-                           with_hints, with_reasons)
+    from jobs.ingest.validate import (GX_BESIDE, GX_CHUNK_ROWS, GXBeside, gx_summary,
+                                      with_duplicates, with_hints, with_reasons)
 
     lake, tau, run, cp = ctx.lake, ctx.tau, ctx.run, ctx.cp
     if ctx.used == "spark":

@@ -1,6 +1,7 @@
 """One Spark session per process (local mode by default, `--master` for a cluster)."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -187,8 +188,24 @@ def remote_session(url: str):
         raise LakeError(f"no Spark Connect server answers at {url} ({connect_reason(e)}); "
                         f"{hint}") from None
     ship_code(spark)
+    if not _remote:
+        atexit.register(_release_sessions)
     _remote[url] = spark
     return spark
+
+
+def _release_sessions() -> None:
+    """At exit: release the Connect session on its server (its state there would otherwise
+    wait for the server's idle timeout, an hour, after every DAG task) — if the server still
+    answers (the client would retry a lost one for minutes before the process could end)."""
+    for url, s in list(_remote.items()):
+        host, _, port = url[len("sc://"):].split("/", 1)[0].split(";", 1)[0].rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=2).close()
+        except (OSError, ValueError):
+            continue
+        with contextlib.suppress(Exception):
+            s.stop()
 
 
 def connect_lost(e: BaseException) -> str:

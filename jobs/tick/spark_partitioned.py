@@ -120,11 +120,12 @@ def _check_global(g) -> None:
 
 # ------------------------------------------------------------------ the tick as tasks
 # The tick's job reads no table through the JVM: its n tasks each read the slice's and
-# S_{τ-1}'s Parquet files with Polars, keep their share of the key's values (`Share`), and run the local executor's whole tick on it —
-# validation, GX, steps 1-3, the answers, the uncommitted files of S_τ, the answers and the
-# quarantine — returning the file actions, counts and checks to the driver, which commits.
-# (Spark's Arrow transfer of table rows to a Python worker cost ~10 µs a row, the arrays'
-# nulls most of it: 2 · 10⁵ state rows took 3 s, the plan itself 0.2 s.)
+# S_{τ-1}'s Parquet files with Polars, keep their share of the key's values (`Share`), and
+# run the local executor's whole tick on it — validation, GX, steps 1-3, the answers, the
+# uncommitted files of S_τ, the answers and the quarantine — returning the file actions,
+# counts and checks to the driver, which commits.  (Spark's Arrow transfer of table rows to
+# a Python worker cost ~10 µs a row, the arrays' nulls most of it: 2 · 10⁵ state rows took
+# 3 s, the plan itself 0.2 s.)
 
 
 class Share:
