@@ -166,6 +166,17 @@ stop() {
   echo "stopped:$(echo "$procs" | awk '{printf " %s (pid %s)", $1, $2}')"
 }
 
+# py, spark_home and the environment of the JVMs start and connect launch
+spark_env() {
+  py="$(python_exe)"
+  spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null)" \
+    || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
+  [ -x "$spark_home/bin/spark-class" ] || die "no $spark_home/bin/spark-class"
+  command -v java >/dev/null || [ -n "${JAVA_HOME:-}" ] || die "no java on PATH (Java 17 is needed)"
+  export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
+  export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
+}
+
 start() {
   if [ -n "$(processes)" ]; then
     load_env
@@ -175,11 +186,7 @@ start() {
     return 0
   fi
   local py spark_home
-  py="$(python_exe)"
-  spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null)" \
-    || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
-  [ -x "$spark_home/bin/spark-class" ] || die "no $spark_home/bin/spark-class"
-  command -v java >/dev/null || [ -n "${JAVA_HOME:-}" ] || die "no java on PATH (Java 17 is needed)"
+  spark_env
   rm -rf "$DIR"/master "$DIR"/worker-* "$DIR"/connect
   mkdir -p "$DIR/master"
   cat >"$DIR/cluster.env" <<EOF
@@ -188,8 +195,6 @@ WEBUI=$WEBUI
 WORKERS=$WORKERS
 CPORT=$CPORT
 EOF
-  export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
-  export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
   # no REST submission server: its fixed port (6066) would clash between two clusters
   export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
   nohup "$spark_home/bin/spark-class" org.apache.spark.deploy.master.Master \
@@ -304,12 +309,9 @@ restart_connect() {
     echo "sc://127.0.0.1:$CPORT"
     return 0
   fi
-  alive_pid "$DIR/master" deploy.master.Master >/dev/null || die "the cluster's master is not running: stop, then start the cluster"
-  py="$(python_exe)"
-  spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null)" \
-    || die "$py cannot import pyspark (set PYSPARK_PYTHON to the project's Python)"
-  export SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" PYSPARK_DRIVER_PYTHON="$py"
-  export SPARK_LOCAL_IP=127.0.0.1 GX_ANALYTICS_ENABLED=false
+  alive_pid "$DIR/master" deploy.master.Master >/dev/null \
+    || die "the cluster's master is not running: stop, then start the cluster"
+  spark_env
   rm -rf "$DIR/connect"
   start_connect "$spark_home" "$py"
 }
