@@ -16,6 +16,9 @@
 #   spark-master | spark-worker
 #                  a Spark standalone master (port 7077) or worker (joins $SPARK_MASTER_URL,
 #                  default spark://spark-master:7077) with the same Python and packages
+#   spark-connect  a Spark Connect server on $SPARK_MASTER_URL, listening on 0.0.0.0:15002
+#                  (scripts/spark-connect-server.sh): the DAG's tasks then use
+#                  HYPO_SPARK_MASTER=sc://spark-connect:15002 instead of a JVM each
 #   anything else  run as a command (airflow …, hypo lake status, bash, …)
 #
 # --dry-run (or HYPO_ENTRYPOINT_DRY_RUN=1) prints the commands instead of running them.
@@ -110,6 +113,12 @@ case "$COMPONENT" in
       --cores "${SPARK_WORKER_CORES:-2}" --memory "${SPARK_WORKER_MEMORY:-4g}" \
       --webui-port "${SPARK_WORKER_WEBUI_PORT:-8082}" "$@" \
       "${SPARK_MASTER_URL:-spark://spark-master:7077}"
+    ;;
+  spark-connect)
+    export HYPO_SPARK_CONNECT_HOST="${HYPO_SPARK_CONNECT_HOST:-0.0.0.0}" HYPO_CODE="$HYPO_HOME"
+    export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$PYTHON}"
+    start bash "$HYPO_HOME/scripts/spark-connect-server.sh" \
+      "${SPARK_MASTER_URL:-spark://spark-master:7077}" "$@"
     ;;
   *)
     start "$COMPONENT" "$@"

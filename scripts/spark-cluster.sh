@@ -239,35 +239,16 @@ EOF
   return 0
 }
 
-# A Spark Connect server on the cluster: a long-lived driver (the session settings of
-# jobs/tick/spark.py, the delta-spark jars, the project on the executors' PYTHONPATH) that
-# the DAG's tasks and `hypo lake --master sc://…` use instead of a JVM each (issue 43).
-# Python workers without a daemon and not reused: Spark 4.2 keys an executor's Python
-# workers by the Connect session and never frees them (SPARK-54055, after 4.2), so every
-# DAG task — a session of its own — left a daemon and a worker (~280 MB) on each executor
-# for good; a session's workers would not be reused by the next task anyway
+# A Spark Connect server on the cluster (scripts/spark-connect-server.sh: its settings and
+# why): one long-lived driver that the DAG's tasks and `hypo lake --master sc://…` use
+# instead of a JVM each (issue 43)
 start_connect() {
-  local spark_home="$1" py="$2" jars cjar pid t0=$SECONDS
-  cjar="$spark_home/jars/spark-connect_2.13-$("$py" -c 'import pyspark; print(pyspark.__version__)').jar"
-  [ -f "$cjar" ] || { stop >/dev/null; die "no $cjar (the Spark Connect server of pyspark)"; }
-  jars="$(ls "$("$py" -c 'import sys; print(sys.prefix)')"/hypo-jars/*.jar 2>/dev/null | paste -sd, -)"
-  [ -n "$jars" ] || { stop >/dev/null; die "no delta-spark jars: run bash scripts/setup.sh"; }
+  local spark_home="$1" py="$2" pid t0=$SECONDS
   mkdir -p "$DIR/connect"
-  nohup "$spark_home/bin/spark-submit" --class org.apache.spark.sql.connect.service.SparkConnectServer \
-    --master "spark://127.0.0.1:$PORT" --name hypo-connect \
-    --conf "spark.connect.grpc.binding.address=127.0.0.1" \
-    --conf "spark.connect.grpc.binding.port=$CPORT" \
-    --conf "spark.jars=$jars" \
-    --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
-    --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
-    --conf spark.databricks.delta.snapshotPartitions=1 \
-    --conf spark.python.use.daemon=false --conf spark.python.worker.reuse=false \
-    --conf spark.sql.adaptive.enabled=false --conf spark.sql.autoBroadcastJoinThreshold=-1 \
-    --conf spark.sql.session.timeZone=UTC --conf spark.ui.showConsoleProgress=false \
-    --conf "spark.sql.shuffle.partitions=${HYPO_SPARK_SHUFFLE_PARTITIONS:-4}" \
-    --conf "spark.executorEnv.PYTHONPATH=$ROOT" --conf spark.executorEnv.GX_ANALYTICS_ENABLED=false \
-    --conf "spark.pyspark.python=$py" --conf "spark.pyspark.driver.python=$py" \
-    "$cjar" >"$DIR/connect/log" 2>&1 </dev/null &
+  SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" HYPO_SPARK_CONNECT_PORT="$CPORT" \
+    HYPO_SPARK_CONNECT_HOST=127.0.0.1 \
+    nohup bash "$ROOT/scripts/spark-connect-server.sh" "spark://127.0.0.1:$PORT" \
+    >"$DIR/connect/log" 2>&1 </dev/null &
   pid=$!
   echo $pid >"$DIR/connect/pid"
   while ! grep -q "Spark Connect server started" "$DIR/connect/log" 2>/dev/null; do

@@ -75,6 +75,8 @@ def test_entrypoint_init_demo_spark_and_passthrough():
         "--webui-port 8081"]
     assert entry("spark-worker", SPARK_MASTER_URL="spark://m:7077")[-1].endswith(
         "--webui-port 8082 spark://m:7077")
+    assert entry("spark-connect", HYPO_HOME="/opt/hypo") == [
+        "+ exec bash /opt/hypo/scripts/spark-connect-server.sh spark://spark-master:7077"]
     assert entry("hypo", "lake", "status") == ["+ exec hypo lake status"]
     assert entry("airflow", "dags", "list") == ["+ exec airflow dags list"]
 
@@ -111,7 +113,7 @@ def test_compose_config_is_valid():
                        capture_output=True, text=True, timeout=60)
     assert set(r.stdout.split()) == {
         "postgres", "airflow-init", "airflow-api-server", "airflow-scheduler",
-        "airflow-dag-processor", "hypo-cli", "spark-master", "spark-worker"}
+        "airflow-dag-processor", "hypo-cli", "spark-master", "spark-worker", "spark-connect"}
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +137,8 @@ def test_compose_structure(compose):
         assert env["AIRFLOW__API_AUTH__JWT_SECRET"]  # one secret for all components
         assert env["HYPO_LAKE"] == "/data/lake"
         comp = s["command"][0]
-        assert comp in AIRFLOW_COMPONENTS | {"init", "spark-master", "spark-worker", "hypo"}
+        assert comp in AIRFLOW_COMPONENTS | {"init", "spark-master", "spark-worker",
+                                             "spark-connect", "hypo"}
     airflow = {n for n, s in hypo.items() if s["command"][0] in AIRFLOW_COMPONENTS}
     assert {hypo[n]["command"][0] for n in airflow} == {"api-server", "scheduler",
                                                         "dag-processor"}
@@ -147,7 +150,7 @@ def test_compose_structure(compose):
         assert "airflow-logs:/opt/airflow/logs" in hypo[n]["volumes"]
     assert svc["airflow-init"]["environment"]["HYPO_DB_MIGRATE"] == "true"
     # the lake volume wherever tasks (LocalExecutor: the scheduler) or Spark executors run
-    for n in ("airflow-scheduler", "airflow-init", "spark-worker", "hypo-cli"):
+    for n in ("airflow-scheduler", "airflow-init", "spark-worker", "spark-connect", "hypo-cli"):
         assert "hypo-lake:/data/lake" in svc[n]["volumes"], n
     assert svc["airflow-api-server"]["ports"] == ["${HYPO_PORT:-8080}:8080"]
     assert "spark.driver.host=airflow-scheduler" in \
@@ -155,7 +158,9 @@ def test_compose_structure(compose):
     assert svc["airflow-scheduler"]["environment"]["HYPO_SPARK_MASTER"].startswith(
         "${HYPO_SPARK_MASTER")
     assert svc["spark-worker"]["environment"]["SPARK_MASTER_URL"] == "spark://spark-master:7077"
-    assert {svc[n]["profiles"][0] for n in ("spark-master", "spark-worker")} == {"spark"}
+    assert svc["spark-connect"]["environment"]["SPARK_MASTER_URL"] == "spark://spark-master:7077"
+    assert {svc[n]["profiles"][0] for n in ("spark-master", "spark-worker", "spark-connect")} \
+        == {"spark"}
 
 
 # ====================================================================== Dockerfile
