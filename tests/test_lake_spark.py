@@ -628,3 +628,34 @@ def test_a_spark_tick_is_committed_once_by_delta_spark_and_delta_rs_goes_on(
     both.write_text(open(STREAM).read() + late.read_text())
     ref = reference(TURBINES, str(both), 3, all_=True)
     assert api_lines(lake, 3, "all", MAIN) == ref[3]
+
+
+def test_a_lake_created_before_the_stats_columns_gets_them_at_its_first_delta_spark_tick(
+        turbine, tmp_path, monkeypatch):
+    """A lake whose state and answers tables lack `delta.dataSkippingStatsColumns` (created
+    before it): the first delta-spark tick adds it in one commit of its own (no tick in it),
+    the tick's answers are right, and later ticks add nothing more."""
+    from deltalake import DeltaTable
+
+    from schemas.lake import table_properties
+
+    monkeypatch.setattr(delta, "table_properties", lambda kind: {})
+    lake = str(tmp_path / "old")
+    api.init(lake, TURBINES)
+    api.ingest(lake, None, [STREAM])
+    api.run_range(lake, 0, 1)
+    monkeypatch.undo()
+    for k in ("state", "answers"):
+        assert "delta.dataSkippingStatsColumns" not in \
+            DeltaTable(os.path.join(lake, k)).metadata().configuration
+    monkeypatch.setattr(tickjob, "SPARK_WRITER", "delta-spark")
+    for t in (2, 3):
+        api.run_tick(lake, t, executor="spark")
+        assert api_lines(lake, t, "all", MAIN) == turbine["ref_all"][t], f"tick {t}"
+    for k in ("state", "answers"):
+        dt = DeltaTable(os.path.join(lake, k))
+        assert dt.metadata().configuration["delta.dataSkippingStatsColumns"] == \
+            table_properties(k)["delta.dataSkippingStatsColumns"]
+        hist = delta.history(os.path.join(lake, k))
+        assert sum(h.get("hypo") == "properties" for h in hist) == 1, k
+        assert (dt.protocol().min_reader_version, dt.protocol().min_writer_version) == (1, 2)
