@@ -235,18 +235,17 @@ EOF
   echo "spark-cluster: master and $WORKERS worker(s) ($CORES core(s), $MEMORY each) up in" \
        "$((SECONDS - t0)) s; web UI http://127.0.0.1:$WEBUI; logs under $DIR" >&2
   echo "spark://127.0.0.1:$PORT"
-  [ "$CONNECT" = 1 ] && start_connect "$spark_home" "$py"
+  [ "$CONNECT" = 1 ] && start_connect
   return 0
 }
 
 # A Spark Connect server on the cluster (scripts/spark-connect-server.sh: its settings and
 # why): one long-lived driver that the DAG's tasks and `hypo lake --master sc://…` use
 # instead of a JVM each (issue 43)
-start_connect() {
-  local spark_home="$1" py="$2" pid t0=$SECONDS
+start_connect() {  # (after spark_env: SPARK_HOME and PYSPARK_PYTHON are exported)
+  local pid t0=$SECONDS
   mkdir -p "$DIR/connect"
-  SPARK_HOME="$spark_home" PYSPARK_PYTHON="$py" HYPO_SPARK_CONNECT_PORT="$CPORT" \
-    HYPO_SPARK_CONNECT_HOST=127.0.0.1 \
+  HYPO_SPARK_CONNECT_PORT="$CPORT" HYPO_SPARK_CONNECT_HOST=127.0.0.1 \
     nohup bash "$ROOT/scripts/spark-connect-server.sh" "spark://127.0.0.1:$PORT" \
     >"$DIR/connect/log" 2>&1 </dev/null &
   pid=$!
@@ -294,7 +293,7 @@ restart_connect() {
     || die "the cluster's master is not running: stop, then start the cluster"
   spark_env
   rm -rf "$DIR/connect"
-  start_connect "$spark_home" "$py"
+  start_connect
 }
 
 case "$cmd" in

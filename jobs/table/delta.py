@@ -83,16 +83,16 @@ def create_table(path: str, kind: str, metadata: Optional[dict] = None,
     )
 
 
-def ensure_properties(path: str, kind: str) -> None:
+def ensure_properties(dt: DeltaTable, kind: str) -> bool:
     """Give a table created before them its properties (schemas/lake.py `table_properties`):
-    one commit of table metadata, once; a table that has them is not touched."""
-    want = table_properties(kind)
-    dt = DeltaTable(path)
+    one commit of table metadata, once (True: committed, dt is then behind); a table that
+    has them is not touched."""
     have = dt.metadata().configuration
-    missing = {k: v for k, v in want.items() if have.get(k) != v}
+    missing = {k: v for k, v in table_properties(kind).items() if have.get(k) != v}
     if missing:
         dt.alter.set_table_properties(missing, commit_properties=CommitProperties(
             custom_metadata=with_user_metadata({"hypo": "properties"})))
+    return bool(missing)
 
 
 def with_user_metadata(md: dict) -> dict:

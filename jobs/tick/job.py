@@ -686,12 +686,12 @@ def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",
     tm = resources.Timer()
     run = uuid.uuid4().hex[:12]
     ctx = TickContext(lake, tau, run, cp, executor, master)
-    if SPARK_WRITER == "delta-spark":  # the tables' properties (a lake created before them)
-        for k in ("state", "answers"):
-            delta.ensure_properties(lake.path(k), k)
     # versions read at the start: every commit of this run is conditional on them
     for k in ("facts", "state", "answers", "quarantine", "dq"):
         ctx.tables[k] = lake.table(k)
+        if SPARK_WRITER == "delta-spark" and k in ("state", "answers") and \
+                delta.ensure_properties(ctx.tables[k], k):  # (a lake created before them)
+            ctx.tables[k] = lake.table(k)
         ctx.versions[k] = ctx.tables[k].version()
     state_layout_ok(lake, ctx.tables["state"])
     log = lake.ticks_log() if log is None else log

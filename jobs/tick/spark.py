@@ -174,9 +174,8 @@ def remote_session(url: str):
     _remote.clear()
     hint = ("start one with `scripts/spark-cluster.sh start --connect`, or name another with "
             "--master / HYPO_SPARK_MASTER")
-    host, _, port = url[len("sc://"):].split("/", 1)[0].split(";", 1)[0].rpartition(":")
     try:  # a closed port fails now (the client would retry it for minutes)
-        socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=10).close()
+        _probe(url, 10)
     except (OSError, ValueError) as e:
         raise LakeError(f"no Spark Connect server answers at {url} ({e}); {hint}") from None
     # the client's retries end in a UserWarning before the error itself: the error is enough
@@ -199,13 +198,19 @@ def _release_sessions() -> None:
     wait for the server's idle timeout, an hour, after every DAG task) — if the server still
     answers (the client would retry a lost one for minutes before the process could end)."""
     for url, s in list(_remote.items()):
-        host, _, port = url[len("sc://"):].split("/", 1)[0].split(";", 1)[0].rpartition(":")
         try:
-            socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=2).close()
+            _probe(url, 2)
         except (OSError, ValueError):
             continue
         with contextlib.suppress(Exception):
             s.stop()
+
+
+def _probe(url: str, timeout: float) -> None:
+    """Open and close a TCP connection to the Connect server of url (sc://host:port/…;
+    OSError if nothing listens, ValueError if the port is not a number)."""
+    host, _, port = url[len("sc://"):].split("/", 1)[0].split(";", 1)[0].rpartition(":")
+    socket.create_connection((host or "127.0.0.1", int(port or 15002)), timeout=timeout).close()
 
 
 def connect_lost(e: BaseException) -> str:

@@ -249,7 +249,7 @@ def _task(i: int, spec: dict) -> bytes:
         share = Share(i, spec["n"], spec["key"]) if spec["key"] is not None else None
         tm = resources.Timer()
         out = spec["compute"](lambda: None, ctx, spec["prev"], spec["facts"],
-                          spec["bad"] if i == 0 else [], tm, share=share)
+                              spec["bad"] if i == 0 else [], tm, share=share)
         out["phases"] = dict(tm.phases)
         return pickle.dumps(out)
     except Exception as e:  # (the driver re-raises it as its class: _reraise)
