@@ -133,12 +133,27 @@ def _run_of(path: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
+def _counts(row: dict) -> dict:
+    """A `done` row's counts (a JSON object; {} if unreadable)."""
+    try:
+        c = json.loads(row.get("counts") or "{}")
+    except ValueError:
+        return {}
+    return c if isinstance(c, dict) else {}
+
+
 def _no_answers(row: dict) -> bool:
     """A `done` row of a tick that wrote no answers (its counts say 0)."""
-    try:
-        return json.loads(row.get("counts") or "{}").get("answers") == 0
-    except ValueError:
-        return False
+    return _counts(row).get("answers") == 0
+
+
+def _writers(row: dict, kind: str) -> set:
+    """The runs whose files a completed tick's partition may hold: the run that completed
+    it, and the run whose commit it adopted (a delta-spark run on the same inputs as an
+    earlier run keeps that run's commit: jobs/table/spark_delta.py)."""
+    adopted = _counts(row).get("adopted_from")
+    return {row["run"]} | ({adopted[kind]} if isinstance(adopted, dict) and
+                           adopted.get(kind) else set())
 
 
 def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
@@ -186,7 +201,7 @@ def _tick_problems(L: Lake, heads: dict) -> list[Problem]:
                 out.append(Problem(kind, head_v, f"{kind}/tick={t}",
                                    f"tick {t} completed (run {r['run']}) but the table has no "
                                    f"partition tick={t}", redo))
-            elif r["run"] not in runs and runs != {None}:
+            elif not runs & _writers(r, kind) and runs != {None}:
                 out.append(Problem(kind, head_v, f"{kind}/tick={t}",
                                    f"partition tick={t} was written by run "
                                    f"{', '.join(sorted(x for x in runs if x))}, but the ticks "

@@ -62,10 +62,10 @@ def write(df, path: str, kind: str, tau: int, metadata: dict, app: str, txn: int
         raise
 
 
-def committed(path: str, kind: str, tau: int, app: str, txn: int, run: str,
-              what: str = "") -> tuple[int, bool]:
-    """After write(): (the version that holds this transaction, whether this run made it —
-    False: Delta skipped the write, an earlier run committed the same inputs).  A later
+def committed(path: str, kind: str, tau: int, app: str, txn: int,
+              what: str = "") -> tuple[int, str]:
+    """After write(): (the version that holds this transaction, the run that made it — not
+    this run's: Delta skipped the write, an earlier run committed the same inputs).  A later
     transaction of the tick (newer inputs) won: delta.CommitConflict."""
     dt = DeltaTable(path)
     have = dt.transaction_version(app)
@@ -79,6 +79,6 @@ def committed(path: str, kind: str, tau: int, app: str, txn: int, run: str,
     for limit in SCAN:
         for h in delta.commits(dt, path, limit):
             if h.get("tick") == str(tau) and h.get("txn") == str(txn):
-                return int(h["version"]), h.get("run") == run
+                return int(h["version"]), h.get("run", "")
     raise LakeError(f"the {kind} table holds transaction {app} = {txn}, but no commit of "
                     f"tick {tau} names it: run `hypo lake verify`")

@@ -545,9 +545,10 @@ def _spark_commit(spark: Callable, ctx: "TickContext", kind: str, actions: list,
     ddl = spark_ddl(kind, with_partitions=False)
     df = s.read.schema(ddl).parquet(*files) if files else s.createDataFrame([], ddl)
     spark_delta.write(df, path, kind, tau, {**md, "txn": str(version)}, app, version, what)
-    v, fresh = spark_delta.committed(path, kind, tau, app, version, ctx.run, what)
-    if not fresh:
+    v, by = spark_delta.committed(path, kind, tau, app, version, what)
+    if by != ctx.run:  # (its files name that run: `hypo lake verify` reads adopted_from)
         counts.setdefault("adopted", []).append(f"{kind}@{v}")
+        counts.setdefault("adopted_from", {})[kind] = by
     for f in files:
         with contextlib.suppress(OSError):
             os.remove(f)
