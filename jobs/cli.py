@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give each answer its confidence in the answers table (an arrival "
                         "model learned from tick 0, computed on the driver; README "
                         "\"Confidence\")")
+    i.add_argument("--modular", choices=["auto", "never", "always"],
+                   help="modular evaluation (default $HYPO_MODULAR, else auto: as `hypo "
+                        "run`); the lake keeps the predicates it chose (docs/language.md)")
     g = sub.add_parser("ingest", parents=[common], help="load JSONL/CSV/Parquet files into facts")
     g.add_argument("--tick", type=tick_arg, help="the slice (default: every row gives its tick)")
     g.add_argument("--master", help="Spark master (default local[2])")
@@ -158,7 +161,8 @@ def _tick_line(s: dict) -> str:
             f"{c['answers']} answer(s) "
             f"({c['definite']} definite, {c['hypothetical']} hypothetical, {c['pending']} pending); "
             f"state {c['state_rows']} rows [state v{s['state_version']}, answers "
-            f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}]"
+            f"v{s['answers_version']}, {c.get('executor', '?')} executor{_spark_jobs(c)}"
+            f"{' (derived literals)' if c.get('executor_why') else ''}]"
             + (f" (the same inputs as an earlier run: its commit(s) {', '.join(c['adopted'])}"
                f" kept)" if c.get("adopted") else ""))
 
@@ -200,7 +204,7 @@ def _init(args: argparse.Namespace, lake: Optional[str], out: TextIO) -> int:
     """`hypo lake init`: create the lake (or find it already made for this program)."""
     from jobs import lake as api
 
-    r = api.init(lake, args.program, args.query, args.confidence)
+    r = api.init(lake, args.program, args.query, args.confidence, args.modular)
     verb = ("created" if r["created"] else "restored (_hypo/program.json rewritten for the "
             "program its tables were made for)" if r.get("restored") else "already initialised")
     out.write(f"lake {r['lake']} {verb}: program sha256 {r['hash'][:12]}, query "

@@ -13,7 +13,7 @@ from typing import Any, Iterator, Optional
 import pyarrow as pa
 
 from reasoning.util.atomic import write_json
-from reasoning.language.compiler import compile_file, read_program_text
+from reasoning.language.compiler import compile_file, modular_mode, read_program_text
 
 from jobs.table import delta
 from jobs.errors import InputError, LakeError, ProgramMismatch
@@ -31,15 +31,21 @@ from jobs.maintenance.migrate import migrate  # noqa: F401
 
 # ---------------------------------------------------------------------- init
 def init(lake: str, program_path: str, query: Optional[str] = None,
-         confidence: bool = False) -> dict:
+         confidence: bool = False, modular: Optional[str] = None) -> dict:
     """Create the tables and store the program (text + sha256 + main query; confidence: each
-    answer's confidence in the answers table, jobs/tick/confidence.py).  Idempotent for the same
-    program and options; refused for others."""
+    answer's confidence in the answers table, jobs/tick/confidence.py; modular: the modular
+    evaluation mode, default $HYPO_MODULAR or auto — the lake keeps the predicates it chose,
+    reasoning/language/modular.py).  Idempotent for the same program and options; refused
+    for others."""
     L = Lake(lake)
-    cp = compile_file(program_path, query)  # ProgramError: reported with its location
-    from reasoning.columnar.engine import unsupported
+    asked = modular or os.environ.get("HYPO_MODULAR")
+    if not asked and L.exists():  # init again: the mode the lake was made with
+        asked = L.program_info.get("modular", "never")
+    mode = modular_mode(asked)
+    cp = compile_file(program_path, query, mode)  # ProgramError: reported with its location
+    from reasoning.columnar.engine import too_long
 
-    why = unsupported(cp)
+    why = too_long(cp)
     if why is not None:  # the state table's layout cannot hold its answers
         raise LakeError(f"{program_path}: {why}; `hypo run` answers this program (on the row "
                         f"engine), the lake cannot")
@@ -57,10 +63,16 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
             raise ProgramMismatch(
                 f"the lake at {L.root} was initialised {had} --confidence; the arrival model "
                 f"learns from tick 0, so it cannot be switched afterwards: use a new lake")
+        if sorted(cp.modular) != info.get("derived", []):
+            raise ProgramMismatch(
+                f"the lake at {L.root} was initialised with modular evaluation "
+                f"{info.get('modular', 'never')} ({_kept(info.get('derived', []))}); --modular "
+                f"{mode} keeps {_kept(sorted(cp.modular))}, and S_τ is held in the templates "
+                f"of the first: use a new lake")
         return {"lake": L.root, "created": False, "hash": h, "query": str(cp.main.atom),
                 "confidence": confidence}
     if os.path.isdir(L.root) and any(delta.is_table(L.path(t)) for t in DATA_TABLES):
-        return _restore_program_info(L, program_path, text, h, cp, query, confidence)
+        return _restore_program_info(L, program_path, text, h, cp, query, confidence, mode)
     if os.path.exists(L.root) and os.listdir(L.root) and any(
             os.path.exists(os.path.join(L.root, t)) for t in DATA_TABLES + ("_hypo",)):
         raise LakeError(f"{L.root} holds a partial lake (no _hypo/program.json, no table "
@@ -79,15 +91,20 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
         fh.write(text)
     info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
             "query": query, "main": str(cp.main.atom), "created": now(),
-            "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json()}
+            "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json(),
+            "modular": mode, "derived": sorted(cp.modular)}
     # the lake exists from here on
     write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
     return {"lake": L.root, "created": True, "hash": h, "query": str(cp.main.atom),
             "confidence": confidence}
 
 
+def _kept(preds: list) -> str:
+    return f"derived literals {', '.join(preds)}" if preds else "every predicate unfolded"
+
+
 def _restore_program_info(L: Lake, program_path: str, text: str, h: str, cp, query,
-                          confidence: bool) -> dict:
+                          confidence: bool, mode: str) -> dict:
     """init over a lake whose tables are here but whose _hypo/program.json is gone (issue
     44.11: it said "remove it first", the facts with it): rewritten when the program is the
     one the tables were made for (the sha256 their first commit records), the main query the
@@ -129,6 +146,7 @@ def _restore_program_info(L: Lake, program_path: str, text: str, h: str, cp, que
     info = {"format": "hypo-lake/1", "hash": h, "file": os.path.basename(program_path),
             "query": query, "main": str(cp.main.atom), "created": now(),
             "state_format": STATE_FORMAT, "confidence": confidence, "compiled": cp.to_json(),
+            "modular": mode, "derived": sorted(cp.modular),
             "restored": True}
     write_json(os.path.join(L.meta_dir, "program.json"), info, indent=2, ensure_ascii=False)
     return {"lake": L.root, "created": False, "restored": True, "hash": h,

@@ -212,6 +212,18 @@ def rows_to_answered(rows: Iterable[dict]) -> list[tuple]:
             if r["kind"] == "answered"]
 
 
+def row_layouts(eng):
+    """What answer_state_rows reads of an engine (templates, layouts, δ), for the row
+    engine: a program the columnar executor does not take (modular evaluation) still has
+    the state table's layout."""
+    from types import SimpleNamespace
+
+    from reasoning.columnar.layout import Layout
+
+    return SimpleNamespace(templates=eng.templates, tool=eng,
+                           layouts=[Layout.of(tp) for tp in eng.templates])
+
+
 def answer_state_rows(eng, answers: list, window: list, cp: CompiledProgram,
                       answered: Iterable[tuple] = ()) -> list[dict]:
     """State rows (dicts) for Answers, window facts and remembered definite heads

@@ -122,10 +122,18 @@ class Lake:
             raise ProgramMismatch(
                 f"the stored program {self.meta_dir}/program.tdl was modified (sha256 {h[:12]} ≠ "
                 f"{info['hash'][:12]} recorded at init); restore it or start a new lake")
-        try:
-            return compile_program(text, info.get("file", "program.tdl"), info.get("query"))
+        try:  # a lake made before modular evaluation (no "modular") unfolded every predicate
+            cp = compile_program(text, info.get("file", "program.tdl"), info.get("query"),
+                                 info.get("modular", "never"))
         except ProgramError as e:
             raise ProgramMismatch(f"the stored program no longer compiles: {e.message}") from None
+        if sorted(cp.modular) != info.get("derived", []):
+            raise ProgramMismatch(
+                f"modular evaluation {info.get('modular', 'never')} now keeps "
+                f"{sorted(cp.modular) or 'no predicate'} of the stored program as derived "
+                f"literals, the lake's S_τ was made keeping {info.get('derived') or 'none'} "
+                f"(_hypo/program.json): run the version of hypo that made it, or a new lake")
+        return cp
 
     def program_id(self) -> str:
         """The identity a tick is computed with: text hash and main query."""

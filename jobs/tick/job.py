@@ -298,7 +298,10 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     Spark beyond — on a local master and on a cluster alike: Spark never overtook the driver
     where measured (31-34× slower at 10⁴-10⁵ facts a tick on the 2-worker cluster, 15× at
     10⁶ on local[2]: docs/performance.md); where the memory is unknown, the driver up to
-    CLUSTER_LOCAL_MAX rows."""
+    CLUSTER_LOCAL_MAX rows.  A program under modular evaluation runs on `row`, whatever
+    was asked: only the row engine decides derived literals (as `hypo run` does)."""
+    if getattr(ctx.cp, "modular", None):
+        return "row"
     if ctx.executor != "auto":
         return ctx.executor
     rows = prev_rows + fact_rows
@@ -462,6 +465,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
         counts = {"facts": n_slice, "rejected": n_rej + len(bad_files), "duplicates": n_dup,
                   "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign,
                   "quarantined": n_rej + n_dup + len(bad_files), "executor": ctx.used}
+        if cp.modular:  # (choose_executor)
+            counts["executor_why"] = (f"modular evaluation keeps {', '.join(sorted(cp.modular))}"
+                                      f" as derived literals: only the row engine decides them")
         out = {"state_actions": state_actions, "answer_actions": answer_actions,
                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                "jobs": jobs if io.name == "spark" else None}
@@ -617,6 +623,7 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
             _, ht = eng.templates[a.tid].head.instantiate(a.b)
             if lag is not None and ht is not None:
                 eng.retire[max(ht + lag, tau)].add(a)
+        eng.resume_ahead(tau - 1)
     facts = [Fact(r["pred"], tuple(r["args"]), int(r["time"])) for r in B.rows(good)]
     rep = eng.step(facts, tau)
     objs = answers_at(Explainer(eng), tau, rep.snapshot, all_queries, True, False)
@@ -626,13 +633,12 @@ def _row_executor(B, ctx: TickContext, prev, good, all_queries: bool = False):
 def _row_state(B, eng, cp: CompiledProgram):
     """S_τ of the row engine `eng` (answers, window W, remembered definite heads) as a frame
     with the state table's columns."""
-    from reasoning.columnar import ColumnarEngine
     from reasoning.semantics.patterns import Fact
 
-    from jobs.table.state import STATE_KINDS, answer_state_rows
+    from jobs.table.state import STATE_KINDS, answer_state_rows, row_layouts
 
     window = [Fact(p, args, t) for (p, t), s_ in eng.window.items() for args in s_]
-    srows = answer_state_rows(ColumnarEngine(cp), list(eng.answers), window, cp,
+    srows = answer_state_rows(row_layouts(eng), list(eng.answers), window, cp,
                               eng.answered.items())
     return B.from_rows(srows, {c: STATE_KINDS[c] for c in STATE_FILE_COLS})
 

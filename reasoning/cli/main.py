@@ -265,12 +265,14 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     cp = compile_file(args.program, args.query, args.modular)
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
-    from reasoning.columnar.engine import unsupported
+    from reasoning.columnar.engine import too_long, unsupported
 
     why = unsupported(cp)
-    if why is not None:  # answered alike by every `hypo run` executor, refused by the lake
+    if why is not None:  # answered alike by every `hypo run` executor; the lake: see init
+        lake = ("`hypo lake init` refuses it" if too_long(cp) else
+                "so does the lake, whatever --executor says")
         print(f"{args.program}: note: {why}: `hypo run` answers it on the row engine whatever "
-              f"--engine says, `hypo lake init` refuses it", file=err or sys.stderr)
+              f"--engine says, {lake}", file=err or sys.stderr)
     out.write(dumps(cp) + "\n" if args.format == "json" else describe_text(cp))
     return 0
 

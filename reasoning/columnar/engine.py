@@ -60,12 +60,18 @@ class Unsupported(HypoError):
 def unsupported(cp: CompiledProgram, templates=None) -> Optional[str]:
     """Why the columnar executor cannot run a program (None: it can), with the rule that
     makes a template long; templates: the program's, if compiled already."""
-    from reasoning.language.metric import readable
-    from reasoning.language.preprocess import longest_rule
-
     if cp.modular:
         return (f"modular evaluation keeps {', '.join(sorted(cp.modular))} as derived "
                 f"literals, which only the row engine decides yet")
+    return too_long(cp, templates)
+
+
+def too_long(cp: CompiledProgram, templates=None) -> Optional[str]:
+    """Why the lake's state table cannot hold a program's answers (None: it can): a
+    template longer than the evidence bit mask, with the rule that makes it long."""
+    from reasoning.language.metric import readable
+    from reasoning.language.preprocess import longest_rule
+
     for tp in templates if templates is not None else compile_templates(cp.queries):
         if len(tp.lits) > MAX_LITERALS:
             rule = longest_rule(cp.program, tp.query.atom.pred)

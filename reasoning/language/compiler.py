@@ -117,6 +117,15 @@ def _query_time_ok(q: Atom) -> bool:
     return q.time is None or q.time.var is None or q.time.offset == 0
 
 
+def modular_mode(modular: Optional[str] = None) -> str:
+    """The modular evaluation mode asked for: `modular`, else $HYPO_MODULAR, else auto."""
+    mode = modular or os.environ.get("HYPO_MODULAR") or "auto"
+    if mode not in MODES:
+        raise HypoError(f"unknown modular evaluation {mode!r} ($HYPO_MODULAR or --modular: "
+                        f"{', '.join(MODES)})")
+    return mode
+
+
 def compile_program(text: str, file: str = "<input>", query: Optional[str] = None,
                     modular: Optional[str] = None) -> CompiledProgram:
     """Parse, check, analyse and pre-process a program (raises ProgramError on bad input).
@@ -154,10 +163,7 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     an = analyse(prog, idb, edb, arities)
     _check_termination(prog, an, qspan)
     delays = Delays.from_decls(prog.delays)
-    mode = modular or os.environ.get("HYPO_MODULAR") or "auto"
-    if mode not in MODES:
-        raise HypoError(f"unknown modular evaluation {mode!r} ($HYPO_MODULAR or --modular: "
-                        f"{', '.join(MODES)})")
+    mode = modular_mode(modular)
     kept = choose(prog, an, mode) if mode == "always" else frozenset()
     try:
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)

@@ -553,6 +553,14 @@ class Engine:
                 break
         return ahead
 
+    def resume_ahead(self, tau: int) -> None:
+        """After S_τ was loaded into a new engine (the lake's row executor): step 2 has
+        created each derived predicate's answers up to τ + ahead(p) (_step2)."""
+        for tp in self.templates:
+            k = self.ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
+            if k > 0:
+                self._created_to[tp.tid] = tau + k
+
     def _step2(self, tp: ETemplate, tau: int, present=None) -> None:
         """Algorithm 1, step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if every positive
         element of Hσ is potentially future (w.r.t. τ) and none has arrived (exact.py);

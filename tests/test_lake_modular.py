@@ -1,0 +1,145 @@
+"""Programs under modular evaluation in the lake (issue 45): their derived literals are
+decided by the row engine, so every tick of such a lake runs on the `row` executor, S_τ
+travelling through the state table between ticks (each tick a new engine); the answers
+equal `hypo run`'s at every tick.  The lake records the predicates it keeps at init and
+refuses to go on under another choice."""
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from jobs import lake as api
+from jobs.errors import ProgramMismatch
+from jobs.table.store import Lake
+from reasoning.semantics.patterns import Fact
+from lakehelp import hypo, lake_lines, reference
+from tests.gen import cases
+from tests.helpers import budget
+from tests.test_modular import _branching, _until
+
+
+def _write_stream(path: str, stream: dict) -> str:
+    """tick -> [Fact] as the lake's JSONL (rows in tick order)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for tick in sorted(stream):
+            for f in stream[tick]:
+                fh.write(json.dumps({"tick": tick, "pred": f.pred, "args": list(f.args),
+                                     "time": f.time}) + "\n")
+    return path
+
+
+def _branching_stream(k: int) -> dict:
+    rnd = random.Random(k)
+    stream: dict = {}
+    for t in range(8):
+        for i in range(k + 1):
+            for p in ("B", "C"):
+                if rnd.random() < 0.8:
+                    stream.setdefault(t + rnd.randint(0, 1), []).append(
+                        Fact(p, (f"i{i}",), t))
+    return stream
+
+
+def _equal_every_tick(lake: str, program: str, stream: str, until: int) -> int:
+    ref = reference(program, stream, until)
+    shown = 0
+    for t in range(until + 1):
+        got = lake_lines(lake, t)
+        assert sorted(got) == sorted(ref.get(t, [])), f"tick {t}"
+        shown += sum(json.loads(x)["status"] in ("definite", "hypothetical") for x in got)
+    return shown
+
+
+def test_a_program_over_the_budget_runs_in_the_lake_on_the_row_executor(tmp_path):
+    """The branching program (refused unfolded) in a lake: every tick on `row` whatever
+    was asked, said in the tick's line; its answers, derived hypotheses included, equal
+    `hypo run`'s at every tick; verify finds the lake sound."""
+    prog = str(tmp_path / "b.tdl")
+    with open(prog, "w") as fh:
+        fh.write(_branching(12))
+    stream = _write_stream(str(tmp_path / "s.jsonl"), _branching_stream(12))
+    lake = str(tmp_path / "lake")
+    code, out, err = hypo("lake", "--lake", lake, "init", "--program", prog)
+    assert code == 0, err
+    info = Lake(lake).program_info
+    assert info["modular"] == "auto" and info["derived"] == [f"A{i}" for i in range(3, 10)]
+    assert hypo("lake", "--lake", lake, "ingest", stream)[0] == 0
+    code, out, err = hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "10",
+                          "--executor", "local")
+    assert code == 0, err
+    assert out.count("row executor (derived literals)") == 11, out
+    assert _equal_every_tick(lake, prog, stream, 10) > 0
+    assert any('"derived"' in x for t in range(11) for x in lake_lines(lake, t))
+    code, out, err = hypo("lake", "--lake", lake, "verify")
+    assert code == 0, out + err
+
+
+def test_the_lake_keeps_the_modular_choice_it_was_made_with(tmp_path, monkeypatch):
+    """init records the mode and the predicates kept; init again under another choice is
+    refused in one line (S_τ is held in the templates of the first), and so is a lake whose
+    recorded choice no longer matches what its mode keeps."""
+    prog = str(tmp_path / "b.tdl")
+    with open(prog, "w") as fh:
+        fh.write(_branching(4))  # within the budget: auto unfolds, always keeps
+    lake = str(tmp_path / "lake")
+    monkeypatch.setenv("HYPO_MODULAR", "always")
+    code, out, err = hypo("lake", "--lake", lake, "init", "--program", prog)
+    assert code == 0, err
+    assert Lake(lake).program_info["derived"] == [f"A{i}" for i in range(5)]
+    monkeypatch.delenv("HYPO_MODULAR")
+    assert Lake(lake).program.modular  # the recorded mode, not $HYPO_MODULAR's default
+    code, out, err = hypo("lake", "--lake", lake, "init", "--program", prog)
+    assert code == 0, err  # again, nothing asked: the mode it was made with
+    code, _, err = hypo("lake", "--lake", lake, "init", "--program", prog, "--modular", "never")
+    assert code != 0 and len(err.strip().splitlines()) == 1, err
+    assert "every predicate unfolded" in err and "Traceback" not in err
+    path = os.path.join(lake, "_hypo", "program.json")
+    with open(path) as fh:
+        info = json.load(fh)
+    info["derived"] = ["A0"]
+    with open(path, "w") as fh:
+        json.dump(info, fh)
+    with pytest.raises(ProgramMismatch, match="S_τ was made keeping"):
+        Lake(lake).program
+
+
+@pytest.mark.slow
+def test_random_programs_kept_in_the_lake_equal_hypo_run(tmp_path_factory):
+    """Random programs (delays, per-instance δ, rigid atoms, negation) with every IDB
+    literal kept (`always`): the lake, a new row engine every tick from the state table,
+    gives `hypo run --modular always`'s answers at every tick."""
+    kept = [0]
+
+    @settings(max_examples=budget(12), deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(cases(negation=True))
+    def check(case):
+        tmp = tmp_path_factory.mktemp("m")
+        prog = str(tmp / "p.tdl")
+        with open(prog, "w") as fh:
+            fh.write(case.text)
+        stream = _write_stream(str(tmp / "s.jsonl"), case.stream)
+        lake = str(tmp / "lake")
+        api.init(lake, prog, modular="always")
+        if not Lake(lake).program_info["derived"]:
+            return
+        kept[0] += 1
+        api.ingest(lake, None, [stream])
+        until = _until(case)
+        api.run_range(lake, 0, until, executor="auto")
+        old = os.environ.get("HYPO_MODULAR")
+        os.environ["HYPO_MODULAR"] = "always"
+        try:
+            _equal_every_tick(lake, prog, stream, until)
+        finally:
+            if old is None:
+                del os.environ["HYPO_MODULAR"]
+            else:
+                os.environ["HYPO_MODULAR"] = old
+
+    check()
+    assert kept[0] >= 3
