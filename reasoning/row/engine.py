@@ -88,6 +88,8 @@ class Engine:
         self.watch: set[Answer] = set()  # answers exact refinement may change (exact.py)
         self._born: set[Answer] = set()  # watched answers added this tick
         self._seeded: set[Answer] = set()  # answers of step 1(a) this tick (exact.nlits)
+        self._definite_added = 0  # definite answers added so far (_seed_derived's memo)
+        self._seeds: dict = {}  # (template, binding, nogoods) -> _definite_added when seeded
         self.watch_t: set[Answer] = set()  # watched answers with an unbound time variable
 
     # ------------------------------------------------------------------ δ, future-possible
@@ -119,6 +121,7 @@ class Engine:
         self.answers.add(a)
         if len(a.ev) == len(tp.lits):
             self.fresh_definite.add(a)
+            self._definite_added += 1
         entries = []
         if exp is not None:
             entries.append((self.expiry, exp))
@@ -310,6 +313,7 @@ class Engine:
         self.fresh_definite = set()
         self._born = set()
         self._seeded = set()
+        self._seeds = {}
         slice_: dict = defaultdict(set)  # (pred, t) -> args: D|τ
         slice_p: dict = defaultdict(list)  # pred -> [(args, t)]
         dt: list[Fact] = []
@@ -657,6 +661,14 @@ class Engine:
                     continue
                 for b2, ev in self.local_mgus(tp, b, frozenset({i}), list(tp.pos), look_both,
                                               in_both):
+                    key = (tp.tid, b2, ng)
+                    if self._seeds.get(key) == self._definite_added:
+                        continue  # seeded by another literal, no answer became definite since
+                    self._seeds[key] = self._definite_added
+                    piece = self._proven_derived(tp, b2, ng, ev)
+                    if piece is None:
+                        continue
+                    ev = piece[2]
                     na = self._finish(tp, b2, ev, ng, tau)
                     if na is not None and self.add(na, tau):
                         out.append(na)
@@ -720,11 +732,39 @@ class Engine:
             if len(pieces) == 1 and pieces[0] == (r.b, r.ng, r.ev):
                 continue
             self.remove(r)
+            if tp.der:
+                pieces = [p for p in (self._proven_derived(tp, *pc) for pc in pieces)
+                          if p is not None]
             for b, ng, ev in pieces:
                 na = self._finish(tp, b, ev, ng, tau)
                 if na is not None and self.add(na, tau) and self.is_definite(na):
                     became.append(na)
         return became
+
+    def _proven_derived(self, tp: ETemplate, b: Binding, ng: frozenset, ev: frozenset):
+        """A piece of step 3 with every ground derived literal that a definite answer
+        with that very head proves moved to evidence now (3's derived case, the node of
+        each literal comes later or came earlier in this tick: one replacement of the
+        answer, not one per literal); None: its head was answered before (minimality)."""
+        more = []
+        for j in tp.der:
+            if j in ev:
+                continue
+            lp = tp.lits[j]
+            args, t = lp.instantiate(b)
+            if t is None or None in args:
+                continue
+            for l in self.head_ground.get((lp.pred, args, t), ()):
+                # (the same ground head: it proves the literal, unless nogoods say otherwise)
+                if self.is_definite(l) and (not l.ng or cover_of(
+                        lp, b, self.templates[l.tid].head, l.b, l.ng, False) == TRUE):
+                    more.append(j)
+                    break
+        if not more:
+            return b, ng, ev
+        if self._answered_before(tp, b):
+            return None
+        return b, ng, ev | frozenset(more)
 
     def _covers(self, lp, b: Binding, answers, approx_full: bool) -> list:
         """The instances of ¬h (literal lp under b) that each answer can prove, as covers."""

@@ -70,9 +70,13 @@ class Explainer:
         self.eng = eng
         self.rel = static_horizons(eng)
         self._memo: dict[Answer, Optional[int]] = {}
+        self._ways: dict = {}  # (pred, ground args, t) -> derived_waits' list (this tick)
+        self._way: dict[Answer, tuple] = {}  # an answer of a derived predicate -> (ev, hy)
 
     def reset(self) -> None:
         self._memo = {}
+        self._ways = {}
+        self._way = {}
 
     def deadline(self, a: Answer, depth: int = 0) -> Optional[int]:
         """Last tick at which a's outcome can change; None if definite or unbounded."""
@@ -143,18 +147,34 @@ class Explainer:
             args, t = lp.instantiate(b)
             if t is None:
                 continue
-            ways = set()
-            for l in eng._L_for(lp.pred, t, args):
-                lt = eng.templates[l.tid]
-                if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
-                    continue
-                ev = tuple(sorted({lt.lits[j].render(l.b, lt.names) for j in l.ev}))
-                hy = tuple(sorted({lt.lits[j].render(l.b, lt.names)
-                                   for j in range(len(lt.lits)) if j not in l.ev} - set(ev)))
-                ways.add((ev, hy))
-            out[lp.render(b, tp.names)] = [{"evidence": list(ev), "hypotheses": list(hy)}
-                                           for ev, hy in sorted(ways)]
+            # a ground atom's ways depend on the atom only: computed once a tick (every
+            # answer waiting on it shares them — thousands in window programs)
+            key = (lp.pred, args, t) if None not in args else None
+            got = self._ways.get(key) if key is not None else None
+            if got is None:
+                ways = set()
+                for l in eng._L_for(lp.pred, t, args):
+                    lt = eng.templates[l.tid]
+                    if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
+                        continue
+                    ways.add(self._way_of(l))
+                got = [{"evidence": list(ev), "hypotheses": list(hy)}
+                       for ev, hy in sorted(ways)]
+                if key is not None:
+                    self._ways[key] = got
+            out[lp.render(b, tp.names)] = [{k: list(v) for k, v in w.items()} for w in got]
         return out
+
+    def _way_of(self, l: Answer) -> tuple:
+        """(evidence, hypotheses) of an answer of a derived predicate, rendered once."""
+        w = self._way.get(l)
+        if w is None:
+            lt = self.eng.templates[l.tid]
+            ev = tuple(sorted({lt.lits[j].render(l.b, lt.names) for j in l.ev}))
+            hy = tuple(sorted({lt.lits[j].render(l.b, lt.names)
+                               for j in range(len(lt.lits)) if j not in l.ev} - set(ev)))
+            w = self._way[l] = (ev, hy)
+        return w
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
         """Assignments of a's unbound object *query* variables over the domain, minus its
