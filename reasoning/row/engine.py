@@ -45,6 +45,8 @@ class Engine:
         self.head_index: dict = defaultdict(set)  # (pred, t|None) -> answers of that p_t
         self.head_ground: dict = defaultdict(set)  # (pred, args, t) -> answers, ground heads
         self.head_schematic: dict = defaultdict(set)  # (pred, t|None) -> non-ground heads
+        self.proven: dict = defaultdict(set)  # (pred, args, t) -> definite ground answers of
+        # a derived predicate (modular evaluation: _proven_derived)
         self.retire: dict = defaultdict(set)  # tick -> definite answers to forget then
         self.fresh_definite: set[Answer] = set()  # answers that became definite this tick
         self._entries: dict[Answer, list] = {}  # answer -> the index sets it is in
@@ -141,6 +143,8 @@ class Engine:
         entries.append((self.head_index, (tp.head.pred, ht)))
         if ht is not None and None not in hargs:
             entries.append((self.head_ground, (tp.head.pred, hargs, ht)))
+            if len(a.ev) == len(tp.lits) and tp.head.pred in self.by_der:
+                entries.append((self.proven, (tp.head.pred, hargs, ht)))
         else:
             entries.append((self.head_schematic, (tp.head.pred, ht)))
         for index, key in entries:
@@ -754,9 +758,9 @@ class Engine:
             args, t = lp.instantiate(b)
             if t is None or None in args:
                 continue
-            for l in self.head_ground.get((lp.pred, args, t), ()):
+            for l in self.proven.get((lp.pred, args, t), ()):
                 # (the same ground head: it proves the literal, unless nogoods say otherwise)
-                if self.is_definite(l) and (not l.ng or cover_of(
+                if (not l.ng or cover_of(
                         lp, b, self.templates[l.tid].head, l.b, l.ng, False) == TRUE):
                     more.append(j)
                     break

@@ -72,11 +72,16 @@ class Explainer:
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> derived_waits' list (this tick)
         self._way: dict[Answer, tuple] = {}  # an answer of a derived predicate -> (ev, hy)
+        # (template, bindings, E) -> its printed evidence and hypotheses, this tick's and
+        # the previous tick's: most answers are printed again unchanged at the next tick
+        self._lits: dict = {}
+        self._lits_before: dict = {}
 
     def reset(self) -> None:
         self._memo = {}
         self._ways = {}
         self._way = {}
+        self._lits_before, self._lits = self._lits, {}
 
     def deadline(self, a: Answer, depth: int = 0) -> Optional[int]:
         """Last tick at which a's outcome can change; None if definite or unbounded."""
@@ -127,7 +132,15 @@ class Explainer:
             b = tuple(ground.get(i, v) for i, v in enumerate(b))
         st = status(eng, a)
         ng = a.ng if not ground else frozenset(n for n in a.ng if all(v not in ground for v, _ in n))
-        out = answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a))
+        key = (a.tid, b, a.ev)
+        lits = self._lits.get(key)
+        if lits is None:
+            lits = self._lits_before.get(key)
+            if lits is None:
+                lits = printed_literals(tp, a, b)
+            self._lits[key] = lits
+        out = answer_object(tp, a, b, ng, tick, st, None if st == DEFINITE else self.deadline(a),
+                            lits=lits)
         if tp.der and st != DEFINITE:
             waits = self.derived_waits(tp, a, b)
             if waits:
@@ -162,7 +175,7 @@ class Explainer:
                        for ev, hy in sorted(ways)]
                 if key is not None:
                     self._ways[key] = got
-            out[lp.render(b, tp.names)] = [{k: list(v) for k, v in w.items()} for w in got]
+            out[lp.render(b, tp.names)] = got  # (shared: readers only serialise it)
         return out
 
     def _way_of(self, l: Answer) -> tuple:
@@ -293,15 +306,22 @@ def exclusions_of(tp, by_var: dict, combos: list) -> tuple[dict, list]:
             sorted(combos, key=lambda d: sorted(d.items())))
 
 
-def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
-                  deadline: Optional[int], split: Optional[tuple] = None) -> dict[str, Any]:
-    """The printed object of answer `a` of template `tp` under bindings `b` (its own, or
-    grounded) with nogoods `ng`, status `st` and deadline (Explainer.render, and the columnar
-    renderer's rows with nogoods; split: the nogoods as exclusions_of takes them, instead
-    of ng)."""
+def printed_literals(tp, a: Answer, b: tuple) -> tuple[list, list]:
+    """The printed evidence and hypotheses of answer `a` under bindings `b`."""
     ev = sorted({tp.lits[i].render(b, tp.names) for i in a.ev})
     hy = sorted({tp.lits[i].render(b, tp.names) for i in range(len(tp.lits))
                  if i not in a.ev} - set(ev))
+    return ev, hy
+
+
+def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
+                  deadline: Optional[int], split: Optional[tuple] = None,
+                  lits: Optional[tuple] = None) -> dict[str, Any]:
+    """The printed object of answer `a` of template `tp` under bindings `b` (its own, or
+    grounded) with nogoods `ng`, status `st` and deadline (Explainer.render, and the columnar
+    renderer's rows with nogoods; split: the nogoods as exclusions_of takes them, instead
+    of ng; lits: printed_literals, if known)."""
+    ev, hy = printed_literals(tp, a, b) if lits is None else lits
     excluded, combos = exclusions(tp, ng) if split is None else exclusions_of(tp, *split)
     out: dict[str, Any] = {
         "tick": tick,
