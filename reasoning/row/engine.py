@@ -661,14 +661,14 @@ class Engine:
                 continue
             ins, _ = partition(b0, tp.nogoods, [c])
             for b, ng in ins:
+                key = (tp.tid, b, ng)
+                if self._seeds.get(key) == self._definite_added:
+                    continue  # seeded by another literal, no answer became definite since
+                self._seeds[key] = self._definite_added
                 if self._answered_before(tp, b):
                     continue
                 for b2, ev in self.local_mgus(tp, b, frozenset({i}), list(tp.pos), look_both,
                                               in_both):
-                    key = (tp.tid, b2, ng)
-                    if self._seeds.get(key) == self._definite_added:
-                        continue  # seeded by another literal, no answer became definite since
-                    self._seeds[key] = self._definite_added
                     piece = self._proven_derived(tp, b2, ng, ev)
                     if piece is None:
                         continue

@@ -70,7 +70,7 @@ class Explainer:
         self.eng = eng
         self.rel = static_horizons(eng)
         self._memo: dict[Answer, Optional[int]] = {}
-        self._ways: dict = {}  # (pred, ground args, t) -> derived_waits' list (this tick)
+        self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._way: dict[Answer, tuple] = {}  # an answer of a derived predicate -> (ev, hy)
         # (template, bindings, E) -> its printed evidence and hypotheses, this tick's and
         # the previous tick's: most answers are printed again unchanged at the next tick
@@ -171,11 +171,11 @@ class Explainer:
                     if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
                         continue
                     ways.add(self._way_of(l))
-                got = [{"evidence": list(ev), "hypotheses": list(hy)}
-                       for ev, hy in sorted(ways)]
+                got = (lp.render(b, tp.names), [{"evidence": list(ev), "hypotheses": list(hy)}
+                                                for ev, hy in sorted(ways)])
                 if key is not None:
                     self._ways[key] = got
-            out[lp.render(b, tp.names)] = got  # (shared: readers only serialise it)
+            out[got[0]] = got[1]  # (shared: readers only serialise it)
         return out
 
     def _way_of(self, l: Answer) -> tuple:
