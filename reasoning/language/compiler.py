@@ -11,8 +11,8 @@ from typing import Any, Optional
 
 from reasoning.language.analysis import Analysis, Delays, analyse
 from reasoning.language.errors import HypoError, ProgramError, ProgramWarning
-from reasoning.language.modular import MODES, choose
-from reasoning.language.preprocess import Query, build_queries
+from reasoning.language.modular import MODES, certainly_over, choose
+from reasoning.language.preprocess import MAX_TEMPLATES, Query, build_queries
 from reasoning.language.syntax import Atom, Lrp, Program, Span, Time, Var
 
 
@@ -165,6 +165,8 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     delays = Delays.from_decls(prog.delays)
     mode = modular_mode(modular)
     kept = choose(prog, an, mode) if mode == "always" else frozenset()
+    if mode == "auto" and certainly_over(prog, an, prog.query.pred, MAX_TEMPLATES):
+        kept = choose(prog, an, mode)  # (the unfolding would fail at the budget below)
     try:
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
     except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
