@@ -292,3 +292,49 @@ def test_a_bad_hypo_modular_is_one_error_line(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err == ("hypo: error: unknown modular evaluation 'bogus' "
                                          "($HYPO_MODULAR or --modular: auto, never, always)\n")
+
+
+def test_auto_skips_an_unfolding_certain_to_exceed_the_budget_and_nothing_else():
+    """certainly_over: exact only when no resolution step can fail (heads of distinct
+    variables with a time variable, no rigid or periodic literal, no fact); the compiled
+    program is the same as after a failed attempt."""
+    from reasoning.language.analysis import analyse
+    from reasoning.language.modular import certainly_over
+    from reasoning.language.parser import parse_program
+    from reasoning.language.preprocess import MAX_TEMPLATES
+    from reasoning.language.wellformed import edb_predicates, idb_predicates, predicate_arities
+
+    def over(text):
+        prog = parse_program(text, "b.tdl")
+        idb, edb = idb_predicates(prog), edb_predicates(prog)
+        an = analyse(prog, idb, edb, predicate_arities(prog))
+        return certainly_over(prog, an, prog.query.pred, MAX_TEMPLATES)
+
+    assert over(_branching(12)) and not over(_branching(10))
+    # a constant in a head: resolution may fail, the count is only an upper bound
+    assert not over(_branching(12).replace("A0(T) :- B(i0, T).", "A0(T) :- B(i0, T).\n"
+                                           "A0(T) :- A0c(k, T).\nA0c(j, T) :- C(i0, T)."))
+    cp = compile_program(_branching(12), "b.tdl")
+    assert sorted(cp.modular) == [f"A{i}" for i in range(3, 10)]
+
+
+def test_repeated_derivations_make_their_template_once():
+    """Pre-processing skips a derivation whose head, literals and intermediate times equal
+    an earlier one's (only the query's variables): the templates are those of finishing
+    every derivation (two diamonds over a predicate of boxes: 3 942 derivations)."""
+    import reasoning.language.preprocess as P
+
+    text = ("#query P3(X, T).\nP1(X, T) :- Boxminus[2,4] E1(X, T).\n"
+            "P1(X, T) :- Boxminus[1,3] E2(X, T), Boxminus[1,3] E1(X, T).\n"
+            "P2(X, T) :- Boxminus[0,8] E2(X, T), Boxminus[1,3] E2(X, T), Boxminus[1,8] E1(X, T).\n"
+            "P2(X, T) :- Boxminus[0,0] P1(X, T), Diamondminus[2,5] E1(X, T).\n"
+            "P3(X, T) :- Diamondminus[2,10] P2(X, T), Diamondminus[2,7] P2(X, T).\n")
+    fast = compile_program(text, "w.tdl", modular="never")
+    cls = [c for c in vars(P).values() if isinstance(c, type) and hasattr(c, "_leaf_key")][0]
+    orig = cls._leaf_key
+    cls._leaf_key = lambda *a: None
+    try:
+        slow = compile_program(text, "w.tdl", modular="never")
+    finally:
+        cls._leaf_key = orig
+    assert [q.templates for q in fast.queries] == [q.templates for q in slow.queries]

@@ -93,30 +93,31 @@ def certainly_over(prog: Program, an: Analysis, pred: str, budget: int) -> bool:
     by_head: dict[str, list] = {}
     for r in list(prog.rules) + list(prog.facts):
         by_head.setdefault(r.head.pred, []).append(r)
+    if not an.nonrecursive:
+        return False
     ways: dict[str, int] = {}
-    exact = [True]
-
-    def w(p: str) -> int:
-        if p not in an.idb:
-            return 1
-        if p in ways:
-            return ways[p]
-        ways[p] = 1  # (nonrecursive: never read before it is set below)
+    exact = True
+    stack = [(pred, False)]  # post-order without recursion (chains of 10⁴ predicates)
+    while stack:
+        p, ready = stack.pop()
+        if p in ways or p not in an.idb:
+            continue
+        rules = by_head.get(p, ())
+        if not ready:
+            stack.append((p, True))
+            stack.extend((l.atom.pred, False) for r in rules for l in r.body
+                         if l.positive and l.atom.pred in an.idb)
+            continue
         bodies = []
-        for r in by_head.get(p, ()):
+        for r in rules:
             h = r.head
             names = [a.name for a in h.args if isinstance(a, Var)]
             if (not r.body or len(names) != len(h.args) or len(set(names)) != len(names)
                     or h.time is None or h.time.var is None
                     or any(l.positive and (l.atom.pred in prog.rigid or
                                            l.atom.pred in an.periodic) for l in r.body)):
-                exact[0] = False
+                exact = False
             bodies.append([l.atom.pred for l in r.body
                            if l.positive and l.atom.pred in an.idb])
-        ways[p] = _total(bodies, w)
-        return ways[p]
-
-    if not an.nonrecursive:
-        return False
-    n = w(pred)
-    return exact[0] and n > budget
+        ways[p] = _total(bodies, lambda q: ways.get(q, 1))
+    return exact and ways.get(pred, 1) > budget
