@@ -656,10 +656,14 @@ class Engine:
             if b0[lp.tvar] + tp.head.toff <= tau:
                 continue
             b0 = tuple(b0)
-            c = cover_of(lp, b0, dt.head, d.b, d.ng, approx_full=False)
-            if c is None:
-                continue
-            ins, _ = partition(b0, tp.nogoods, [c])
+            if not d.ng and not tp.nogoods:  # (the common case: the literal matches d's head)
+                b1 = lp.match(b0, hargs, ht)
+                ins = [] if b1 is None else [(b1, frozenset())]
+            else:
+                c = cover_of(lp, b0, dt.head, d.b, d.ng, approx_full=False)
+                if c is None:
+                    continue
+                ins, _ = partition(b0, tp.nogoods, [c])
             for b, ng in ins:
                 key = (tp.tid, b, ng)
                 if self._seeds.get(key) == self._definite_added:

@@ -104,9 +104,27 @@ def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pen
                 out.append(ex.render(a, tick, g))
         else:
             out.append(ex.render(a, tick))
-    uniq = {json.dumps(o, sort_keys=True, ensure_ascii=False): o for o in out}
+    uniq = {_canonical(o, cache): o for cache in [{}] for o in out}
     main = str(eng.cp.main.atom)
     return [uniq[k] for k in sorted(uniq, key=lambda k: (uniq[k]["query"] != main, k))]
+
+
+def _canonical(o: dict, cache: dict) -> str:
+    """json.dumps(o, sort_keys=True): an answer's `derived` part (modular evaluation: the
+    same lists for every answer waiting on the same atoms, often most of the text) is
+    serialised once per distinct part, and put where sort_keys puts it (after
+    "deadline", before "evidence")."""
+    der = o.get("derived")
+    if not der:
+        return json.dumps(o, sort_keys=True, ensure_ascii=False)
+    key = tuple((k, id(v)) for k, v in der.items())
+    dj = cache.get(key)
+    if dj is None:
+        dj = cache[key] = json.dumps(der, sort_keys=True, ensure_ascii=False)
+    rest = json.dumps({k: v for k, v in o.items() if k != "derived"}, sort_keys=True,
+                      ensure_ascii=False)
+    at = rest.index(', "evidence": ')
+    return f'{rest[:at]}, "derived": {dj}{rest[at:]}'
 
 
 class Session:
