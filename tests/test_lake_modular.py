@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,11 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from jobs import lake as api
 from jobs.errors import ProgramMismatch
 from jobs.table.store import Lake
-from reasoning.semantics.patterns import Fact
 from lakehelp import hypo, lake_lines, reference
 from tests.gen import cases
 from tests.helpers import budget
-from tests.test_modular import _branching, _until
+from tests.test_modular import _branching, _branching_stream, _until
 
 
 def _write_stream(path: str, stream: dict) -> str:
@@ -30,18 +28,6 @@ def _write_stream(path: str, stream: dict) -> str:
                 fh.write(json.dumps({"tick": tick, "pred": f.pred, "args": list(f.args),
                                      "time": f.time}) + "\n")
     return path
-
-
-def _branching_stream(k: int) -> dict:
-    rnd = random.Random(k)
-    stream: dict = {}
-    for t in range(8):
-        for i in range(k + 1):
-            for p in ("B", "C"):
-                if rnd.random() < 0.8:
-                    stream.setdefault(t + rnd.randint(0, 1), []).append(
-                        Fact(p, (f"i{i}",), t))
-    return stream
 
 
 def _equal_every_tick(lake: str, program: str, stream: str, until: int) -> int:

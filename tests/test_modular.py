@@ -128,6 +128,20 @@ def _branching(k: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _branching_stream(k: int) -> dict:
+    """tick -> [Fact]: B and C of each i_j at 8 times, 80 % of them, a tick late or not."""
+    import random
+
+    rnd = random.Random(k)
+    stream: dict = {}
+    for t in range(8):
+        for i in range(k + 1):
+            for p in ("B", "C"):
+                if rnd.random() < 0.8:
+                    stream.setdefault(t + rnd.randint(0, 1), []).append(Fact(p, (f"i{i}",), t))
+    return stream
+
+
 @pytest.mark.parametrize("k", [12, 20])
 def test_a_program_over_the_budget_is_answered_and_equals_the_reference(k):
     """The branching program: refused unfolded (`never`), answered by default (`auto` keeps
@@ -139,15 +153,7 @@ def test_a_program_over_the_budget_is_answered_and_equals_the_reference(k):
     assert "exceeds the budget of 4096 templates" in e.value.message
     cp = compile_program(text, "b.tdl")
     assert cp.modular and sum(len(q.templates) for q in cp.queries) < 300
-    import random
-
-    rnd = random.Random(k)
-    stream: dict = {}
-    for t in range(8):
-        for i in range(k + 1):
-            for p in ("B", "C"):
-                if rnd.random() < 0.8:
-                    stream.setdefault(t + rnd.randint(0, 1), []).append(Fact(p, (f"i{i}",), t))
+    stream = _branching_stream(k)
     sess = Session(cp, engine="auto")
     seen: set = set()
     arrived: list = []
