@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from jobs import lake as api
-from jobs.errors import ProgramMismatch
+from jobs.errors import LakeDamaged, ProgramMismatch
 from jobs.table.store import Lake
 from lakehelp import hypo, lake_lines, reference
 from tests.gen import cases
@@ -89,7 +89,12 @@ def test_the_lake_keeps_the_modular_choice_it_was_made_with(tmp_path, monkeypatc
     info["derived"] = ["A0"]
     with open(path, "w") as fh:
         json.dump(info, fh)
-    with pytest.raises(ProgramMismatch, match="S_τ was made keeping"):
+    with pytest.raises(ProgramMismatch, match="S_τ was made keeping A0"):
+        Lake(lake).program
+    info["modular"] = "bogus"  # a damaged program.json names itself, not $HYPO_MODULAR
+    with open(path, "w") as fh:
+        json.dump(info, fh)
+    with pytest.raises(LakeDamaged, match='program.json: "modular" is "bogus"'):
         Lake(lake).program
 
 

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from reasoning.language.compiler import CompiledProgram, compile_program
 from reasoning.language.errors import ProgramError
+from reasoning.language.modular import MODES
 
 from jobs.table import delta
 from jobs.errors import LakeDamaged, LakeMissing, ProgramMismatch
@@ -122,16 +123,23 @@ class Lake:
             raise ProgramMismatch(
                 f"the stored program {self.meta_dir}/program.tdl was modified (sha256 {h[:12]} ≠ "
                 f"{info['hash'][:12]} recorded at init); restore it or start a new lake")
+        mode, kept = info.get("modular", "never"), info.get("derived", [])
+        if mode not in MODES or not isinstance(kept, list) or \
+                not all(isinstance(p, str) for p in kept):
+            raise LakeDamaged(
+                f"{self.meta_dir}/program.json: \"modular\" is {json.dumps(mode)} and "
+                f"\"derived\" {json.dumps(kept)}; init writes one of {', '.join(MODES)} and a "
+                f"list of predicates: restore the file from a backup")
         try:  # a lake made before modular evaluation (no "modular") unfolded every predicate
             cp = compile_program(text, info.get("file", "program.tdl"), info.get("query"),
-                                 info.get("modular", "never"))
+                                 mode)
         except ProgramError as e:
             raise ProgramMismatch(f"the stored program no longer compiles: {e.message}") from None
-        if sorted(cp.modular) != info.get("derived", []):
+        if sorted(cp.modular) != kept:
             raise ProgramMismatch(
-                f"modular evaluation {info.get('modular', 'never')} now keeps "
-                f"{sorted(cp.modular) or 'no predicate'} of the stored program as derived "
-                f"literals, the lake's S_τ was made keeping {info.get('derived') or 'none'} "
+                f"modular evaluation {mode} now keeps "
+                f"{', '.join(sorted(cp.modular)) or 'no predicate'} of the stored program as "
+                f"derived literals, the lake's S_τ was made keeping {', '.join(kept) or 'none'} "
                 f"(_hypo/program.json): run the version of hypo that made it, or a new lake")
         return cp
 
