@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -134,3 +135,30 @@ def test_random_programs_kept_in_the_lake_equal_hypo_run(tmp_path_factory):
 
     check()
     assert kept[0] >= 3
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_derived_literal_read_ahead_in_the_lake_equals_hypo_run(tmp_path, monkeypatch, seed):
+    """A caller reads its derived predicate two ticks ahead (`P(X, T+2)`): step 2 creates
+    P's answers ahead of τ, and a lake tick's new row engine resumes where the previous
+    tick's left them (Engine.resume_ahead); the answers equal `hypo run`'s at every tick."""
+    monkeypatch.setenv("HYPO_MODULAR", "always")
+    prog = str(tmp_path / "p.tdl")
+    with open(prog, "w") as fh:
+        fh.write("#query Q(X, T).\n#delay E = 1.\n#delay F = 2.\n"
+                 "P(X, T) :- E(X, T), F(X, T-1).\nP(X, T) :- F(X, T), not E(X, T).\n"
+                 "Q(X, T) :- G(X, T), P(X, T+2), not P(X, T+1).\n")
+    rnd = random.Random(seed)
+    rows = sorted(({"tick": t + rnd.randint(0, d), "pred": p, "args": [x], "time": t}
+                   for t in range(14) for x in ("a", "b") for p, d in (("E", 1), ("F", 2),
+                                                                        ("G", 0))
+                   if rnd.random() < 0.5), key=lambda r: r["tick"])
+    stream = str(tmp_path / "s.jsonl")
+    with open(stream, "w") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    assert Lake(lake).program_info["derived"] == ["P"]
+    api.ingest(lake, None, [stream])
+    api.run_range(lake, 0, 20)
+    assert _equal_every_tick(lake, prog, stream, 20) > 0
