@@ -632,8 +632,12 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX", raising=False)
     monkeypatch.setattr(resources, "available_memory", lambda: 8 * 2**30)
 
-    def pick(master, rows, executor="auto"):
-        ctx = tk.TickContext(None, 3, "r", None, executor, master)
+    from reasoning.language.compiler import compile_file, compile_program
+
+    turbines = compile_file("examples/wind_turbines.tdl")
+
+    def pick(master, rows, executor="auto", cp=turbines):
+        ctx = tk.TickContext(None, 3, "r", cp, executor, master)
         return tk.choose_executor(ctx, rows, 0)
 
     fits = int(tk.LOCAL_MEMORY_SHARE * 8 * 2**30 / tk.LOCAL_BYTES_PER_ROW)
@@ -644,6 +648,9 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     assert pick("spark://head:7077", fits + 1) == "spark"
     assert pick("sc://head:15002", fits) == "local"
     assert pick("local[2]", 10, "spark") == "spark"
+    kept = compile_program("#query P(T).\nP(T) :- A(T).\nA(T) :- B(T).\n", "m.tdl",
+                           modular="always")  # derived literals: only the row engine
+    assert kept.modular and pick("local[2]", 10, "spark", kept) == "row"
     monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "100")
     assert pick("local[2]", 101) == "spark" and pick("local[2]", 100) == "local"
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX")

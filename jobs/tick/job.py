@@ -300,7 +300,7 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     10⁶ on local[2]: docs/performance.md); where the memory is unknown, the driver up to
     CLUSTER_LOCAL_MAX rows.  A program under modular evaluation runs on `row`, whatever
     was asked: only the row engine decides derived literals (as `hypo run` does)."""
-    if getattr(ctx.cp, "modular", None):
+    if ctx.cp.modular:
         return "row"
     if ctx.executor != "auto":
         return ctx.executor
@@ -466,8 +466,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                   "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign,
                   "quarantined": n_rej + n_dup + len(bad_files), "executor": ctx.used}
         if cp.modular:  # (choose_executor)
-            counts["executor_why"] = (f"modular evaluation keeps {', '.join(sorted(cp.modular))}"
-                                      f" as derived literals: only the row engine decides them")
+            from reasoning.columnar.engine import unsupported
+
+            counts["executor_why"] = unsupported(cp)
         out = {"state_actions": state_actions, "answer_actions": answer_actions,
                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                "jobs": jobs if io.name == "spark" else None}
