@@ -60,36 +60,43 @@ class ExactPass:
 
     def drop_answered(self) -> None:
         """Answers with evidence, not definite, whose ground head is a remembered definite
-        head (minimality of H): an anti-join with the remembered heads."""
+        head (minimality of H): an anti-join with the remembered heads (one frame per head
+        predicate, built only when some partition has such answers)."""
         eng = self.eng
         B = eng.B
         ans = eng.answered
+        frames: dict = {}
         for k, tp in enumerate(eng.templates):
             h = tp.head
             if h.pred not in ans.horizons or len(tp.lits) < 2:
                 continue
-            mem = [(a, t) for (p, t), s in ans.heads.items() if p == h.pred for a in s]
-            if not mem:
-                continue
-            n = len(h.args)
-            sch = {f"_h{i}": OBJ for i in range(n)}
-            sch["_ht"] = INT
-            M = B.from_rows([{**{f"_h{i}": a[i] for i in range(n)}, "_ht": t} for a, t in mem],
-                            sch)
             need = {x for isvar, x in h.args if isvar} | (
                 {h.tvar} if h.tvar is not None else set())
             full = eng.layouts[k].full_mask
+            n = len(h.args)
+            sch = {f"_h{i}": OBJ for i in range(n)}
+            sch["_ht"] = INT
             for P, A in list(eng.S[k].items()):
                 if not need <= P or B.is_empty(A):
                     continue
+                cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT))
+                C = B.filter(A, cand)
+                if B.is_empty(C):
+                    continue
+                M = frames.get(h.pred)
+                if M is None:
+                    mem = ans.of(h.pred)
+                    M = frames[h.pred] = B.from_rows(
+                        [{**{f"_h{i}": a[i] for i in range(n)}, "_ht": t} for a, t in mem],
+                        sch) if mem else False
+                if M is False:
+                    break  # nothing remembered of this predicate
                 items = {f"_h{i}": (B.col(vcol(x)) if isvar else B.lit(x, OBJ))
                          for i, (isvar, x) in enumerate(h.args)}
                 items["_ht"] = eng._texpr(h)
-                X = B.with_columns(A, items)
-                cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT))
-                keep = B.filter(X, ~cand)
-                rest = B.join(B.filter(X, cand), M, list(sch), list(sch), how="anti")
-                eng.S[k][P] = B.materialize(B.drop(B.concat([keep, rest]), list(sch)))
+                rest = B.join(B.with_columns(C, items), M, list(sch), list(sch), how="anti")
+                eng.S[k][P] = B.materialize(B.concat([B.filter(A, ~cand),
+                                                      B.drop(rest, list(sch))]))
 
     def drop_arrived(self) -> None:
         """Ground answers new at τ, with evidence and not definite, that wait for a fact
