@@ -100,7 +100,9 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
 
 
 def _kept(preds: list) -> str:
-    return f"derived literals {', '.join(preds)}" if preds else "every predicate unfolded"
+    from reasoning.language.compiler import shown_preds
+
+    return f"derived literals {shown_preds(preds)}" if preds else "every predicate unfolded"
 
 
 def _restore_program_info(L: Lake, program_path: str, text: str, h: str, cp, query,

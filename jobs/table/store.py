@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reasoning.language.compiler import CompiledProgram, compile_program
+from reasoning.language.compiler import CompiledProgram, compile_program, shown_preds
 from reasoning.language.errors import ProgramError
 from reasoning.language.modular import MODES
 
@@ -138,8 +138,8 @@ class Lake:
         if sorted(cp.modular) != kept:
             raise ProgramMismatch(
                 f"modular evaluation {mode} now keeps "
-                f"{', '.join(sorted(cp.modular)) or 'no predicate'} of the stored program as "
-                f"derived literals, the lake's S_τ was made keeping {', '.join(kept) or 'none'} "
+                f"{shown_preds(cp.modular) or 'no predicate'} of the stored program as "
+                f"derived literals, the lake's S_τ was made keeping {shown_preds(kept) or 'none'} "
                 f"(_hypo/program.json): run the version of hypo that made it, or a new lake")
         return cp
 

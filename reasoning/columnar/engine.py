@@ -61,7 +61,9 @@ def unsupported(cp: CompiledProgram, templates=None) -> Optional[str]:
     """Why the columnar executor cannot run a program (None: it can), with the rule that
     makes a template long; templates: the program's, if compiled already."""
     if cp.modular:
-        return (f"modular evaluation keeps {', '.join(sorted(cp.modular))} as derived "
+        from reasoning.language.compiler import shown_preds
+
+        return (f"modular evaluation keeps {shown_preds(cp.modular)} as derived "
                 f"literals, which only the row engine decides yet")
     return too_long(cp, templates)
 

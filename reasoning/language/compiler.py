@@ -265,7 +265,7 @@ def describe_text(cp: CompiledProgram) -> str:
     if cp.domain:
         lines += ["", f"domain: {', '.join(cp.domain)}"]
     if cp.modular:
-        lines += ["", f"modular evaluation: {', '.join(sorted(cp.modular))} stay derived "
+        lines += ["", f"modular evaluation: {shown_preds(cp.modular)} stay derived "
                       f"literals of their callers, decided by their auxiliary queries"]
     lines += ["", "queries:"]
     for q in cp.queries:
@@ -284,6 +284,12 @@ def periodic_fact_texts(prog: Program, pred: str) -> list[str]:
         text = f"{a.pred}({', '.join(parts + [str(Lrp(lrp.offset, lrp.period))])})"
         out.append(text if lrp.until is None else f"{text} until {lrp.until}")
     return out
+
+
+def shown_preds(preds) -> str:
+    """Predicates named for people, sorted: an auxiliary one as the operator it stands for
+    (`Diamondminus[0,30] B(X, T)`, not `__Diamondminus0_30_B_142d7d08`)."""
+    return ", ".join(aux_meaning(p) or p for p in sorted(preds))
 
 
 def aux_meaning(pred: str) -> Optional[str]:

@@ -276,23 +276,79 @@ class Translator:
                                     for c in _since_cases(sm, *sm.operands)]
         return replace(head, time=ref)
 
-    def rule(self, head: Atom, items: list[BodyItem], span: Span) -> list[GenRule]:
-        """The plain rules of `head :- items` (one per combination of cases)."""
+    def _aux_window(self, m: MetricLiteral) -> Atom:
+        """`Aux(vars, R)` for a positive diamond lifted out of its rule (rule), defining Aux by
+        one rule per tick of the window."""
+        o = m.operands[0]
+        ref = m.reference
+        names = list(dict.fromkeys(o.atom.object_variables()))
+        index = {v: i for i, v in enumerate(names)}
+        base = Time(ref.var, 0)
+        ua = replace(o.atom, time=base)
+        pieces = (f"{m.op}[{m.lo},{m.hi}] ", *_atom_pieces(ua, index))
+        digest = hashlib.sha256(repr((pieces, len(names))).encode()).hexdigest()[:8]
+        name = f"{AUX_PREFIX}{m.op}{m.lo}_{m.hi}_{o.atom.pred}_{digest}"
+        _TEMPLATES[name] = tuple(_merge(pieces))
+        _NAMES[name] = (*names, ref.var)  # type: ignore[arg-type]
+        head = Atom(name, tuple(Var(v) for v in names), base)
+        if name not in self.aux_rules:
+            self.aux_spans[name] = m.span
+            self.aux_rules[name] = [GenRule(head, (_gen(x, True, o),), aux=True)
+                                    for x in _window(m, ua)]
+        return replace(head, time=ref)
+
+    def _lift(self, item: BodyItem) -> BodyItem:
+        """A disjunctive operator whose every case binds all its variables (a positive
+        diamond; a positive Since whose left side's variables its right side binds, or
+        whose window starts at 1 or later) as one literal on an auxiliary predicate; any
+        other item as it is."""
+        if not isinstance(item, MetricLiteral) or not item.positive or item.hi == item.lo:
+            return item
+        m = item
+        if m.op.startswith("Diamond"):
+            atom = self._aux_window(m)
+        elif m.op == "Since" and (m.lo >= 1 or set(m.operands[0].atom.object_variables())
+                                  <= set(m.operands[1].atom.object_variables())):
+            atom = self._aux(m)
+        else:
+            return item
+        return PlainLiteral(Literal(atom, True), Operand(atom, m.span))
+
+    def _size(self, items: list[BodyItem]):
+        """(cases per item, rules, body literals in all, the item that passes MAX_RULES)."""
         alts = []
         total = 1
+        over = None
         for item in items:
             c = self.cases(item)
             total *= len(c)
-            if total > MAX_RULES:
-                where = item.span if isinstance(item, MetricLiteral) else span
-                raise ProgramError(
-                    f"this rule translates into more than {MAX_RULES} rules (each diamond, "
-                    f"Since and negated box is a disjunction, and several multiply): "
-                    f"narrow the intervals or split the rule", where, self.source)
+            if total > MAX_RULES and over is None:
+                over = item
             alts.append(c)
         # the literals of every combination, counted before any is made: each case of item
         # i occurs in (the product of the other items' case counts) combinations
-        lits = sum(sum(len(c) for c in a) * (total // len(a)) for a in alts if a)
+        lits = sum(sum(len(c) for c in a) * (total // len(a)) for a in alts if a) \
+            if over is None else 0
+        return alts, total, lits, over
+
+    def rule(self, head: Atom, items: list[BodyItem], span: Span) -> list[GenRule]:
+        """The plain rules of `head :- items` (one per combination of cases).  A rule whose
+        combinations would pass the budgets (diamonds multiply) keeps each disjunctive
+        operator it can as one literal on an auxiliary predicate (_lift, issue 45):
+        pre-processing then unfolds those it can and keeps the others as derived
+        literals (modular.py); other rules are translated as written, unchanged."""
+        alts, total, lits, over = self._size(items)
+        if over is not None or lits > MAX_TRANSLATED:
+            lifted = [self._lift(it) for it in items]
+            if any(a is not b for a, b in zip(lifted, items)):
+                items = lifted
+                alts, total, lits, over = self._size(items)
+        if over is not None:
+            where = over.span if isinstance(over, MetricLiteral) else span
+            raise ProgramError(
+                f"this rule translates into more than {MAX_RULES} rules (each diamond, "
+                f"Since and negated box is a disjunction, and several multiply): "
+                f"narrow the intervals or split the rule", where, self.source)
         if lits > MAX_TRANSLATED:
             where = next((it.span for it in items if isinstance(it, MetricLiteral)), span)
             raise ProgramError(
