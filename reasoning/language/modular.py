@@ -9,7 +9,8 @@ answer is refuted.
 
 `auto` unfolds every program whose P_Q fits pre-processing's budgets (its output is
 unchanged) and, for the others, keeps out of its callers the predicates whose unfolding
-takes a caller's derivations past MODULAR_WAYS, bottom-up, the largest first;
+takes a caller's derivations past MODULAR_WAYS, bottom-up, the largest first, and every
+window metric.py lifted out of a rule its diamonds made too large;
 `always` keeps every eligible predicate (property tests: both must give the same definite
 answers); `never` none.  Eligible: a predicate neither rigid nor periodic, in a program
 with one time variable per rule (step 3 keys a derived literal by its time, which the
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from reasoning.language.analysis import Analysis
+from reasoning.language.metric import AUX_PREFIX
 from reasoning.language.syntax import Program, Var
 
 MODES = ("auto", "never", "always")
@@ -47,7 +49,11 @@ def choose(prog: Program, an: Analysis, mode: str) -> frozenset:
         if r.body:
             by_head.setdefault(r.head.pred, []).append(r)
     ways: dict[str, int] = {}
-    keep: set[str] = set()
+    # a window lifted out of a rule that its diamonds made too large (metric.py) is kept:
+    # unfolded, it would multiply its caller's templates by its width again (3 ×
+    # `Diamondminus[0,30]` over 10 constants and 200 ticks: 3.8 s with one of them
+    # unfolded, 0.5 s with all three kept)
+    keep: set[str] = {p for p in ok if p.startswith(AUX_PREFIX)}
 
     def w(p: str) -> int:
         """Derivations of p with the modular predicates kept (1 each)."""
