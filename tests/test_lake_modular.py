@@ -162,3 +162,34 @@ def test_a_derived_literal_read_ahead_in_the_lake_equals_hypo_run(tmp_path, monk
     api.ingest(lake, None, [stream])
     api.run_range(lake, 0, 20)
     assert _equal_every_tick(lake, prog, stream, 20) > 0
+
+
+def test_a_rule_whose_diamonds_multiply_past_the_budget_runs_in_the_lake(tmp_path):
+    """Three `Diamondminus[0,30]` in one rule (refused before issue 45; metric.py lifts
+    each into an auxiliary predicate, modular evaluation keeps them): init records them,
+    every tick equals `hypo run`, and the answers name the operators as written."""
+    from reasoning.semantics.patterns import Fact
+
+    prog = str(tmp_path / "d.tdl")
+    with open(prog, "w") as fh:
+        fh.write("#query P(X, T).\n#delay B = 1.\nP(X, T) :- Diamondminus[0,30] A(X, T), "
+                 "Diamondminus[0,30] B(X, T), Diamondminus[0,30] C(X, T).\n")
+    rnd = random.Random(5)
+    stream: dict = {}
+    for t in range(8):
+        for p in ("A", "B", "C"):
+            for c in ("a", "b"):
+                if rnd.random() < 0.3:
+                    late = rnd.randint(0, 1) if p == "B" else 0
+                    stream.setdefault(t + late, []).append(Fact(p, (c,), t))
+    path = _write_stream(str(tmp_path / "s.jsonl"), stream)
+    lake = str(tmp_path / "lake")
+    assert hypo("lake", "--lake", lake, "init", "--program", prog)[0] == 0
+    derived = Lake(lake).program_info["derived"]
+    assert len(derived) == 3 and all(p.startswith("__Diamondminus0_30_") for p in derived)
+    assert hypo("lake", "--lake", lake, "ingest", path)[0] == 0
+    code, out, err = hypo("lake", "--lake", lake, "run", "--from", "0", "--to", "9")
+    assert code == 0, err
+    assert _equal_every_tick(lake, prog, path, 9) > 0
+    text = "".join(lake_lines(lake, 9))
+    assert "Diamondminus[0,30] " in text and "__" not in text
