@@ -11,6 +11,7 @@ definite answers after the last deadline are compared with MeTeoR's at the integ
 
     .venv/bin/python bench/windows.py                      # 100 constants × 200 ticks
     .venv/bin/python bench/windows.py --program w1 --constants 30 100 300 --ticks 100
+    .venv/bin/python bench/windows.py --program w3 --constants 10 100 --p 0.05 --engine auto
     .venv/bin/python bench/windows.py --family 210 --constants 3 --ticks 20 [--bound 10]
 """
 from __future__ import annotations
@@ -37,6 +38,9 @@ PROGRAMS = {
     "w2": [("P3", [("Boxminus", 0, 2, "P2")]),
            ("P2", [("Diamondminus", 0, 2, "P1"), (None, 0, 0, "E3")]),
            ("P1", [("Diamondminus", 0, 3, "E1"), ("Boxminus", 0, 1, "E2")])],
+    # one rule past metric translation's 4 096 rules: its windows lifted and kept (issue 45)
+    "w3": [("P", [("Diamondminus", 0, 30, "E1"), ("Diamondminus", 0, 30, "E2"),
+                  ("Diamondminus", 0, 30, "E3")])],
 }
 EDB = ("E1", "E2", "E3")
 
@@ -259,6 +263,9 @@ def main(argv=None) -> int:
             for eng in args.engine:
                 s, why = run_hypo(text, fs, args.ticks, eng)
                 e2e, d = run_cli(text, fs, args.ticks, eng)
+                # (MeTeoR's points are 0..ticks+7; a past window from 0 makes later heads
+                # definite already: those are not compared)
+                d = {x for x in d if x[1] < args.ticks + 8}
                 if d != mdef:
                     print(f"DISAGREE {name} {n} {eng}: ours−MeTeoR {sorted(d - mdef)[:5]}, "
                           f"MeTeoR−ours {sorted(mdef - d)[:5]}", file=sys.stderr)

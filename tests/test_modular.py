@@ -197,6 +197,12 @@ def test_check_shows_it(tmp_path):
     assert json.loads(out)["modular"] == [f"A{i}" for i in range(3, 10)]
     code, _, err = hypo("check", str(prog), "--modular", "never")
     assert code == 2 and err.startswith(f"{prog}:4:1: error: pre-processing of P(T) exceeds")
+    stream = tmp_path / "s.jsonl"
+    stream.write_text('{"tick": 0, "fact": "B(i0, 0)"}\n')
+    code, _, err = hypo("run", str(prog), "--stream", str(stream), "-v")
+    assert code == 0 and err.splitlines()[-1] == (
+        "executor: row engine (auto: modular evaluation keeps A3, A4, A5, A6, A7, A8, A9 as "
+        "derived literals, which only the row engine decides yet)"), err
 
 
 @pytest.mark.slow

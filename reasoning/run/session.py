@@ -256,6 +256,10 @@ class Session:
             if self.unsupported:
                 return f"row engine (--engine {self.mode}, but {self.unsupported})"
             return f"{self.executor} engine (--engine {self.mode})"
+        if self.cp.modular:  # no slice size makes the columnar executor take it
+            from reasoning.columnar.engine import unsupported
+
+            return f"row engine (auto: {unsupported(self.cp)})"
         tps = self.templates
         rule = (f"auto: the row engine until a slice of ≥ {self.threshold} facts, the "
                 f"crossover for {len(tps)} template(s) of {sum(len(t.lits) for t in tps)} "
