@@ -254,48 +254,45 @@ class Translator:
         return [[_gen(x, m.positive, o)] for x in atoms]  # Diamond, or not Box
 
     def _aux(self, m: MetricLiteral) -> Atom:
-        """`Aux(vars, R)` for `not (A Since B)`, defining Aux by one rule per s."""
+        """`Aux(vars, R)` for `A Since B` (negated, or lifted: _lift), defined by one rule
+        per s."""
         a, b = m.operands
-        ref = m.reference
         names = list(dict.fromkeys([*a.atom.object_variables(), *b.atom.object_variables()]))
         index = {v: i for i, v in enumerate(names)}
-        base = Time(ref.var, 0)
+        base = Time(m.reference.var, 0)
         ua = replace(a.atom, time=base)
         ub = replace(b.atom, time=base)
         pieces = (*_atom_pieces(ua, index), f" Since[{m.lo},{m.hi}] ", *_atom_pieces(ub, index))
-        digest = hashlib.sha256(repr((pieces, len(names))).encode()).hexdigest()[:8]
-        name = f"{AUX_PREFIX}{a.atom.pred}_Since{m.lo}_{m.hi}_{b.atom.pred}_{digest}"
-        _TEMPLATES[name] = tuple(_merge(pieces))
-        _NAMES[name] = (*names, ref.var)  # type: ignore[arg-type]
-        head = Atom(name, tuple(Var(v) for v in names), base)
-        if name not in self.aux_rules:
-            self.aux_spans[name] = m.span
-            sm = replace(m, positive=True,
-                         operands=(replace(a, atom=ua), replace(b, atom=ub)))
-            self.aux_rules[name] = [GenRule(head, tuple(c), aux=True)
-                                    for c in _since_cases(sm, *sm.operands)]
-        return replace(head, time=ref)
+        sm = replace(m, positive=True, operands=(replace(a, atom=ua), replace(b, atom=ub)))
+        return self._define(f"{a.atom.pred}_Since{m.lo}_{m.hi}_{b.atom.pred}", pieces, names,
+                            m, lambda head: [GenRule(head, tuple(c), aux=True)
+                                             for c in _since_cases(sm, *sm.operands)])
 
     def _aux_window(self, m: MetricLiteral) -> Atom:
-        """`Aux(vars, R)` for a positive diamond lifted out of its rule (rule), defining Aux by
+        """`Aux(vars, R)` for a positive diamond lifted out of its rule (_lift), defined by
         one rule per tick of the window."""
         o = m.operands[0]
-        ref = m.reference
         names = list(dict.fromkeys(o.atom.object_variables()))
-        index = {v: i for i, v in enumerate(names)}
-        base = Time(ref.var, 0)
-        ua = replace(o.atom, time=base)
-        pieces = (f"{m.op}[{m.lo},{m.hi}] ", *_atom_pieces(ua, index))
+        ua = replace(o.atom, time=Time(m.reference.var, 0))
+        pieces = (f"{m.op}[{m.lo},{m.hi}] ", *_atom_pieces(ua, {v: i for i, v in
+                                                                enumerate(names)}))
+        return self._define(f"{m.op}{m.lo}_{m.hi}_{o.atom.pred}", pieces, names, m,
+                            lambda head: [GenRule(head, (_gen(x, True, o),), aux=True)
+                                          for x in _window(m, ua)])
+
+    def _define(self, stem: str, pieces: tuple, names: list, m: MetricLiteral,
+                rules: Callable[[Atom], list]) -> Atom:
+        """The auxiliary predicate `__<stem>_<hash>(names, T)` printed as `pieces`, defined
+        by rules(head) once; its atom at the operator's reference time."""
         digest = hashlib.sha256(repr((pieces, len(names))).encode()).hexdigest()[:8]
-        name = f"{AUX_PREFIX}{m.op}{m.lo}_{m.hi}_{o.atom.pred}_{digest}"
+        name = f"{AUX_PREFIX}{stem}_{digest}"
         _TEMPLATES[name] = tuple(_merge(pieces))
-        _NAMES[name] = (*names, ref.var)  # type: ignore[arg-type]
-        head = Atom(name, tuple(Var(v) for v in names), base)
+        _NAMES[name] = (*names, m.reference.var)  # type: ignore[arg-type]
+        head = Atom(name, tuple(Var(v) for v in names), Time(m.reference.var, 0))
         if name not in self.aux_rules:
             self.aux_spans[name] = m.span
-            self.aux_rules[name] = [GenRule(head, (_gen(x, True, o),), aux=True)
-                                    for x in _window(m, ua)]
-        return replace(head, time=ref)
+            self.aux_rules[name] = rules(head)
+        return replace(head, time=m.reference)
 
     def _lift(self, item: BodyItem) -> BodyItem:
         """A disjunctive operator whose every case binds all its variables (a positive
