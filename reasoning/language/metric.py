@@ -331,9 +331,9 @@ class Translator:
     def rule(self, head: Atom, items: list[BodyItem], span: Span) -> list[GenRule]:
         """The plain rules of `head :- items` (one per combination of cases).  A rule whose
         combinations would pass the budgets (diamonds multiply) keeps each disjunctive
-        operator it can as one literal on an auxiliary predicate (_lift, issue 45):
-        pre-processing then unfolds those it can and keeps the others as derived
-        literals (modular.py); other rules are translated as written, unchanged."""
+        operator it can as one literal on an auxiliary predicate (_lift, issue 45), which
+        modular evaluation keeps as a derived literal (modular.py); other rules are
+        translated as written, unchanged."""
         alts, total, lits, over = self._size(items)
         if over is not None or lits > MAX_TRANSLATED:
             lifted = [self._lift(it) for it in items]
