@@ -55,19 +55,18 @@ class Engine:
         self.window: dict = defaultdict(set)  # (pred, t) -> set of args
         self.window_expiry: dict = defaultdict(set)  # tick -> set of Fact
         self.by_pred: dict = defaultdict(list)  # pred -> [(tpl, lit index)] positive lits
+        # per template: every positive literal binds all its variables (a fact seeds a ground
+        # answer through any of them)
+        self.full_seeds = []
         for tp in self.templates:
+            fulls = []
             for i in tp.pos:
                 seeded = {x for v, x in tp.lits[i].args if v} | (
                     {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set())
                 full = seeded >= set(range(len(tp.names)))
                 self.by_pred[tp.lits[i].pred].append((tp, i, full))
-        self.full_seeds = [
-            bool(tp.pos) and all(full for t2, _, full in self.by_pred[tp.lits[tp.pos[0]].pred]
-                                 if t2.tid == tp.tid)
-            and all(all(f for t2, j, f in self.by_pred[tp.lits[i].pred] if t2.tid == tp.tid)
-                    for i in tp.pos)
-            for tp in self.templates
-        ]
+                fulls.append(full)
+            self.full_seeds.append(bool(fulls) and all(fulls))
         # pred -> [(tpl, lit index)]: derived literals (modular evaluation, _seed_derived)
         self.by_der: dict = defaultdict(list)
         for tp in self.templates:
