@@ -372,11 +372,19 @@ def test_a_since_too_wide_to_translate_is_refused_at_the_operator(lit, col):
 
 @pytest.mark.timeout(60)
 def test_a_box_repeated_for_each_case_of_a_diamond_is_refused():
-    """In one rule: 301 rules each with the box's 301 literals, counted before any is made;
-    through two rules: P_Q's hypotheses budget names the box's rule."""
-    err = _error("#query P(X, T).\nP(X,T) :- Boxminus[0,300] E(X,T), Diamondminus[0,300] F(X,T).\n")
+    """In one rule: 301 rules each with the box's 301 literals, counted before any is made
+    — refused where the disjunction is a negated box; a diamond is lifted into an
+    auxiliary predicate instead (issue 45) and the rule answered; through two rules: P_Q's
+    hypotheses budget names the box's rule."""
+    err = _error("#query P(X, T).\nP(X,T) :- Boxminus[0,300] E(X,T), not Boxminus[0,300] "
+                 "F(X,T).\n")
     assert "translates into 301 rules with 90902 body literals" in err.message, err.message
     assert (err.span.line, err.span.column) == (2, 11)
+    from reasoning.language.compiler import compile_program
+
+    cp = compile_program("#query P(X, T).\nP(X,T) :- Boxminus[0,300] E(X,T), "
+                         "Diamondminus[0,300] F(X,T).\n", "w.tdl")
+    assert [p.startswith("__Diamondminus0_300_F_") for p in cp.modular] == [True]
     err = _error("#query P(X, T).\nQ(X,T) :- Boxminus[0,250] B(X,T).\n"
                  "R(X,T) :- Diamondminus[0,4000] Q(X,T).\nP(X,T) :- R(X,T).\n")
     assert "exceeds the budget of 65536 hypothesis literals" in err.message, err.message
