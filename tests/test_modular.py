@@ -365,7 +365,8 @@ def _over_the_rule_budget(draw):
         p, q = draw(st.sampled_from(("E1", "E2", "E3"))), draw(st.sampled_from(("E1", "E2", "E3")))
         ref = draw(st.sampled_from(("T", "T", "T-1", "T+1")))
         if op == "Since":
-            ops.append((f"{p}(X, {ref}) Since[{max(lo, 1)},{hi}] {q}(X, {ref})", hi - max(lo, 1) + 1))
+            lo = max(lo, 1)
+            ops.append((f"{p}(X, {ref}) Since[{lo},{hi}] {q}(X, {ref})", hi - lo + 1))
         else:
             ops.append((f"{op}[{lo},{hi}] {p}(X, {ref})", hi - lo + 1))
         total = 1

@@ -139,7 +139,8 @@ class Lake:
             raise ProgramMismatch(
                 f"modular evaluation {mode} now keeps "
                 f"{shown_preds(cp.modular) or 'no predicate'} of the stored program as "
-                f"derived literals, the lake's S_τ was made keeping {shown_preds(kept) or 'none'} "
+                f"derived literals, the lake's S_τ was made keeping "
+                f"{shown_preds(kept) or 'none'} "
                 f"(_hypo/program.json): run the version of hypo that made it, or a new lake")
         return cp
 
