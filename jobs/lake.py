@@ -13,7 +13,8 @@ from typing import Any, Iterator, Optional
 import pyarrow as pa
 
 from reasoning.util.atomic import write_json
-from reasoning.language.compiler import compile_file, modular_mode, read_program_text
+from reasoning.language.compiler import (compile_file, modular_mode, read_program_text,
+                                         shown_preds)
 
 from jobs.table import delta
 from jobs.errors import InputError, LakeError, ProgramMismatch
@@ -100,8 +101,6 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
 
 
 def _kept(preds: list) -> str:
-    from reasoning.language.compiler import shown_preds
-
     return f"derived literals {shown_preds(preds)}" if preds else "every predicate unfolded"
 
 

@@ -293,7 +293,8 @@ def shown_preds(preds) -> str:
 
 
 def aux_meaning(pred: str) -> Optional[str]:
-    """What an auxiliary predicate of `not Since` holds for, e.g. `A(X, T) Since[1,2] B(X, T)`."""
+    """What an auxiliary predicate (metric.py: `Since`, or a lifted diamond) holds for, e.g.
+    `A(X, T) Since[1,2] B(X, T)`."""
     from reasoning.language.metric import AUX_PREFIX, aux_names, render_aux
 
     if not pred.startswith(AUX_PREFIX):

@@ -182,11 +182,8 @@ class Explainer:
         """(evidence, hypotheses) of an answer of a derived predicate, rendered once."""
         w = self._way.get(l)
         if w is None:
-            lt = self.eng.templates[l.tid]
-            ev = tuple(sorted({lt.lits[j].render(l.b, lt.names) for j in l.ev}))
-            hy = tuple(sorted({lt.lits[j].render(l.b, lt.names)
-                               for j in range(len(lt.lits)) if j not in l.ev} - set(ev)))
-            w = self._way[l] = (ev, hy)
+            ev, hy = printed_literals(self.eng.templates[l.tid], l, l.b)
+            w = self._way[l] = (tuple(ev), tuple(hy))
         return w
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
