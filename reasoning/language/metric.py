@@ -145,6 +145,19 @@ def parse_aux(text: str) -> Optional[tuple[str, tuple[str, ...], str]]:
     return None
 
 
+_WINDOW = re.compile(r"(Diamondminus|Diamondplus)\[([0-9]+),([0-9]+)\] ")
+
+
+def lifted_window(pred: str) -> Optional[tuple[str, int, int]]:
+    """(operator, lo, hi) of an auxiliary predicate that holds a positive diamond lifted
+    out of its rule (Translator._aux_window), None for any other predicate."""
+    pieces = _TEMPLATES.get(pred)
+    if not pieces or not isinstance(pieces[0], str):
+        return None
+    m = _WINDOW.match(pieces[0])
+    return None if m is None else (m.group(1), int(m.group(2)), int(m.group(3)))
+
+
 def aux_names(pred: str) -> Optional[tuple[str, ...]]:
     """The variable names of an auxiliary predicate's arguments (time last)."""
     return _NAMES.get(pred)

@@ -75,6 +75,9 @@ class Engine:
         self._lookups: Optional[tuple] = None  # (look_both, in_both) of the tick
         self.ahead = self._ahead()  # derived pred -> head times step 2 creates ahead of τ
         self._created_to: dict[int, int] = {}  # template -> last head time step 2 created
+        self._by_head: Optional[dict] = None  # derived pred -> its templates (future_ways)
+        self._fw: dict = {}  # (pred, head time) -> templates alive there, at tick _fw_tau
+        self._fw_tau = -1
         self.retention = self._retention()
         self._delay_cache: dict = {}
         self.exact = Exactness(self.templates, self.delays, cp.analysis.rigid)
@@ -597,6 +600,70 @@ class Engine:
         if a is not None:
             if a not in self.answers:
                 self.add(a, tau)
+
+    def future_ways(self, pred: str, args: tuple, t: int) -> list[Answer]:
+        """The answers step 2 will create for a derived atom pred(args, t) read ahead of the
+        head times it has created (τ, or τ + ahead(p)): each template's step-2 answer at
+        head time t with the head's arguments bound, where every positive hypothesis is
+        still potentially future and none has arrived — what the atom waits for before its
+        answers exist (rendering: Explainer.derived_waits); nothing is added to S_τ."""
+        tau = self.tau
+        out = []
+        heads: dict = {}  # (head, variables) -> the binding: templates mostly share it
+        for tp, past, per_instance in self.future_templates(pred, t):
+            hk = (tp.head, len(tp.names))
+            b = heads.get(hk, False)
+            if b is False:
+                b = heads[hk] = tp.head.match(tp.empty_binding(), args, t)
+            if b is None or (past and self.exact.arrived_ground(tp, b, self._in_window)):
+                continue
+            if per_instance:
+                info = self._inspect(tp, b, frozenset())
+                if info is None or (info[0] is not None and info[0] <= tau):
+                    continue
+            ng = reduce_nogoods(tp.nogoods, b) if tp.nogoods else tp.nogoods
+            if ng is not None:
+                out.append(Answer(tp.tid, b, frozenset(), ng))
+        return out
+
+    def _in_window(self, pred: str, args: tuple, t: int) -> bool:
+        return args in self.window.get((pred, t), ())
+
+    def future_templates(self, pred: str, t: int) -> list:
+        """future_ways' templates of pred alive at head time t for some arguments, once a
+        tick: [(template, a positive literal may be at or before τ — a fact may have
+        arrived —, a literal's predicate has per-instance delays)]."""
+        tau = self.tau
+        if self._by_head is None:
+            self._by_head = defaultdict(list)
+            for tp in self.templates:
+                if tp.qid != self.main_qid:
+                    self._by_head[tp.head.pred].append(tp)
+        if self._fw_tau != tau:
+            self._fw, self._fw_tau = {}, tau
+        cands = self._fw.get((pred, t))
+        if cands is None:  # the templates alive at head time t for some arguments
+            cands = []
+            for tp in self._by_head.get(pred, ()):
+                if t <= self._created_to.get(tp.tid, tau):
+                    continue  # created: its answers are in L (_L_for)
+                h = tp.head
+                if h.tvar is None and h.toff != t:
+                    continue
+                b = list(tp.empty_binding())
+                if h.tvar is not None:
+                    b[h.tvar] = t - h.toff
+                info = self._inspect(tp, tuple(b), frozenset())
+                if info is not None and (info[0] is None or info[0] > tau):
+                    # (δ of unknown arguments is their instances' max: the same for every
+                    # instance when no literal's predicate has per-instance delays)
+                    # and no fact has arrived for a literal after τ (facts are not ahead)
+                    past = any(i is None or i <= tau
+                               for i in (info[1][j][1] for j in tp.pos))
+                    cands.append((tp, past,
+                                  any(lp.pred in self.delays.patterns for lp in tp.lits)))
+            self._fw[(pred, t)] = cands
+        return cands
 
     def _step3(self, tau: int) -> None:
         """Algorithm 1, step 3: for each p_t in topological order, (b) refute negated

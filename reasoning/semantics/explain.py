@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from reasoning.semantics.answer import Answer
 from reasoning.semantics.exact import printed_floors
+from reasoning.language.metric import lifted_window
 from reasoning.language.periodic import TimeDomain
 from reasoning.language.syntax import Const
 from reasoning.semantics.regions import cover_of
@@ -71,6 +72,7 @@ class Explainer:
         self.rel = static_horizons(eng)
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
+        self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
         self._way: dict[Answer, tuple] = {}  # an answer of a derived predicate -> (ev, hy)
         # (template, bindings, E) -> its printed evidence and hypotheses, this tick's and
         # the previous tick's: most answers are printed again unchanged at the next tick
@@ -80,6 +82,7 @@ class Explainer:
     def reset(self) -> None:
         self._memo = {}
         self._ways = {}
+        self._windows = {}
         self._way = {}
         self._lits_before, self._lits = self._lits, {}
 
@@ -170,7 +173,13 @@ class Explainer:
                     lt = eng.templates[l.tid]
                     if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
                         continue
-                    ways.add(self._way_of(l))
+                    ways.add(self._way_of(l, args, t))
+                if key is not None and t > eng.tau:  # read ahead of its answers' creation
+                    w = self._window(lp.pred, t)
+                    if w is None:
+                        ways.update(map(self._way_of, eng.future_ways(lp.pred, args, t)))
+                    elif w:
+                        ways.add(_window_way(lp, b, tp.names, *w))
                 got = (lp.render(b, tp.names), [{"evidence": list(ev), "hypotheses": list(hy)}
                                                 for ev, hy in sorted(ways)])
                 if key is not None:
@@ -178,12 +187,51 @@ class Explainer:
             out[got[0]] = got[1]  # (shared: readers only serialise it)
         return out
 
-    def _way_of(self, l: Answer) -> tuple:
-        """(evidence, hypotheses) of an answer of a derived predicate, rendered once."""
-        w = self._way.get(l)
+    def _window(self, pred: str, t: int):
+        """For a lifted diamond (metric.py) read ahead at head time t: its window's ticks
+        still open for every argument alike, (op, lo, hi, a2, b2), or () if none is — one
+        way instead of one per tick of it (Engine.future_ways); None where the ticks may
+        differ by the arguments (a fact may have arrived, per-instance delays) or are not
+        one run: then future_ways, answer by answer."""
+        key = (pred, t)
+        if key in self._windows:
+            return self._windows[key]
+        w = lifted_window(pred)
+        if w is not None:
+            times = []
+            for tp, past, per_instance in self.eng.future_templates(pred, t):
+                o = tp.lits[0]
+                if past or per_instance or len(tp.lits) != 1 or tp.der or not tp.pos or \
+                        tp.nogoods or o.tvar != tp.head.tvar or o.tvar is None:
+                    w = None
+                    break
+                times.append(t - tp.head.toff + o.toff)
+            if w is not None and times:
+                lo_t, hi_t = min(times), max(times)
+                if hi_t - lo_t + 1 != len(set(times)):
+                    w = None
+                else:
+                    op, lo, hi = w
+                    w = (op, lo, hi, *((t - hi_t, t - lo_t) if op == "Diamondminus"
+                                       else (lo_t - t, hi_t - t)))
+            elif w is not None:
+                w = ()
+        self._windows[key] = w
+        return w
+
+    def _way_of(self, l: Answer, args: Optional[tuple] = None, t: Optional[int] = None
+                ) -> tuple:
+        """(evidence, hypotheses) of an answer of a derived predicate, rendered once; with
+        the derived atom's args and t, its head variables bound to them (`E1(a, 3)`, not
+        `E1(X, 3)` under the atom `P2(a, 3)`: an answer with an unbound head covers it)."""
+        b = l.b
+        if args is not None and None in b:
+            b = self.eng.templates[l.tid].head.match(b, args, t) or b
+        key = l if b is l.b else (l, b)
+        w = self._way.get(key)
         if w is None:
-            ev, hy = printed_literals(self.eng.templates[l.tid], l, l.b)
-            w = self._way[l] = (tuple(ev), tuple(hy))
+            ev, hy = printed_literals(self.eng.templates[l.tid], l, b)
+            w = self._way[key] = (tuple(ev), tuple(hy))
         return w
 
     def groundings(self, a: Answer, domain: tuple[str, ...]):
@@ -201,6 +249,15 @@ class Explainer:
             if any(all(g.get(v) == c for v, c in n) for n in a.ng):
                 continue
             yield g
+
+
+def _window_way(lp, b: tuple, names: tuple, op: str, lo: int, hi: int, a2: int, b2: int
+                ) -> tuple:
+    """A lifted diamond's atom's way, its window narrowed to [a2, b2]: (evidence,
+    hypotheses) of `Diamondminus[0,15] E1(c16, 125)`."""
+    text = lp.render(b, names)
+    prefix = f"{op}[{lo},{hi}] "
+    return (), (f"{op}[{a2},{b2}] {text[len(prefix):]}",)
 
 
 def identity_exclusions(excluded: dict) -> list:
