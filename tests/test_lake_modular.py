@@ -100,15 +100,18 @@ def test_the_lake_keeps_the_modular_choice_it_was_made_with(tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_random_programs_kept_in_the_lake_equal_hypo_run(tmp_path_factory):
-    """Random programs (delays, per-instance δ, rigid atoms, negation) with every IDB
-    literal kept (`always`): the lake, a new row engine every tick from the state table,
-    gives `hypo run --modular always`'s answers at every tick."""
+@pytest.mark.parametrize("multi_time", [False, True], ids=["one_time", "multi_time"])
+def test_random_programs_kept_in_the_lake_equal_hypo_run(tmp_path_factory, multi_time):
+    """Random programs (delays, per-instance δ, rigid atoms, negation; with multi_time some
+    rules of two time variables) with every IDB literal kept (`always`): the lake, a new
+    row engine every tick from the state table, gives `hypo run --modular always`'s answers
+    at every tick."""
     kept = [0]
 
-    @settings(max_examples=budget(12), deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(cases(negation=True))
+    # (with two time variables about one program in eight keeps a predicate)
+    @settings(max_examples=budget(12 if not multi_time else 40), deadline=None,
+              derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(cases(negation=True, multi_time=multi_time))
     def check(case):
         tmp = tmp_path_factory.mktemp("m")
         prog = str(tmp / "p.tdl")

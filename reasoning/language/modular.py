@@ -12,9 +12,9 @@ unchanged) and, for the others, keeps out of its callers the predicates whose un
 takes a caller's derivations past MODULAR_WAYS, bottom-up, the largest first, and every
 window metric.py lifted out of a rule its diamonds made too large;
 `always` keeps every eligible predicate (property tests: both must give the same definite
-answers); `never` none.  Eligible: a predicate neither rigid nor periodic, in a program
-with one time variable per rule (step 3 keys a derived literal by its time, which the
-head's time variable then binds).
+answers); `never` none.  Eligible: a predicate neither rigid nor periodic, in a
+nonrecursive program, that no rule of two time variables reaches (step 3 keys a derived
+literal by its time, which the head's time variable then binds: multi_temporal).
 """
 from __future__ import annotations
 
@@ -30,11 +30,48 @@ MODULAR_WAYS = 64  # derivations of a predicate, its IDB literals unfolded, befo
 
 def eligible(prog: Program, an: Analysis) -> set[str]:
     """IDB predicates that may be derived literals (see the module's docstring)."""
-    if an.multi_temporal_rules or not an.nonrecursive:
+    if not an.nonrecursive:
         return set()
     return {l.atom.pred for r in prog.rules for l in r.body
             if l.positive and l.atom.pred in an.idb and l.atom.pred not in an.periodic
-            and l.atom.pred not in prog.rigid}
+            and l.atom.pred not in prog.rigid} - multi_temporal(prog, an)
+
+
+def multi_temporal(prog: Program, an: Analysis) -> set[str]:
+    """IDB predicates a rule of two time variables reaches: those it derives (a kept one's
+    templates would have a time variable its head does not bind) and those of its body,
+    with everything below them (unfolded into its template, a derived literal's answer may
+    be seeded through the other variable with the head's time unbound: `P3(X, T) :- P2(X,
+    T), E2(X, S).` from E2(a, 0)); the others may be kept, the rules of several time
+    variables unfolded as before."""
+    below: dict[str, set[str]] = {}
+    for r in prog.rules:
+        below.setdefault(r.head.pred, set()).update(
+            l.atom.pred for l in r.body if l.atom.pred in an.idb)
+    out: set[str] = set()
+    todo = [l.atom.pred for i in an.multi_temporal_rules for l in prog.rules[i].body
+            if l.atom.pred in an.idb]
+    above = {p for p in below if _reaches(p, {prog.rules[i].head.pred
+                                                for i in an.multi_temporal_rules}, below)}
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo.extend(below.get(p, ()))
+    return out | above
+
+
+def _reaches(p: str, targets: set[str], below: dict) -> bool:
+    """Does p depend on one of targets (p itself included)?"""
+    seen, todo = set(), [p]
+    while todo:
+        q = todo.pop()
+        if q in targets:
+            return True
+        if q not in seen:
+            seen.add(q)
+            todo.extend(below.get(q, ()))
+    return False
 
 
 def choose(prog: Program, an: Analysis, mode: str) -> frozenset:
