@@ -186,6 +186,26 @@ def test_a_program_over_the_budget_is_answered_and_equals_the_reference(k):
     assert seen  # (some tick had every A_i)
 
 
+def test_a_rule_of_two_time_variables_keeps_what_it_reaches_unfolded():
+    """A rule of two time variables blocks keeping the predicates its templates reach
+    (modular.multi_temporal), not the whole program: beside it, others are kept; where it
+    blocks everything a program over the budget needs, the budget error says why."""
+    ok = _branching(12) + "Z(T) :- B(z, T), C(z, S).\nW(T) :- Z(T), B(w, T).\n"
+    kept = compile_program(ok, "b.tdl").modular
+    assert kept and kept <= {f"A{i}" for i in range(13)}, kept
+    assert compile_program(ok, "b.tdl", modular="always").modular == {
+        f"A{i}" for i in range(13)}  # (not Z, which W's template holds with S)
+    blocked = _branching(12).replace("P(T) :- ", "P(T) :- Z(T), ") + \
+        "Z(T) :- B(z, T), C(z, S).\n"
+    with pytest.raises(ProgramError) as e:
+        compile_program(blocked, "b.tdl")
+    assert "exceeds the budget" in e.value.message
+    assert e.value.message.endswith(
+        "modular evaluation cannot keep A0, A1, A10, A11, A12, A2, A3, A4, A5, A6, A7, A8, A9, "
+        "Z out of the templates: the rule at line 31 has two time variables (a derived "
+        "literal must take its time from its template's head)")
+
+
 def test_check_shows_it(tmp_path):
     """`hypo check` names the predicates kept (text and JSON), notes that every executor
     runs it on the row engine, and `--modular never` restores the budget's error at the

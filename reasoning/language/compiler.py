@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from reasoning.language.analysis import Analysis, Delays, analyse
 from reasoning.language.errors import HypoError, ProgramError, ProgramWarning
-from reasoning.language.modular import MODES, certainly_over, choose
+from reasoning.language.modular import MODES, blocked_note, certainly_over, choose
 from reasoning.language.preprocess import MAX_TEMPLATES, Query, build_queries
 from reasoning.language.syntax import Atom, Lrp, Program, Span, Time, Var
 
@@ -172,6 +172,9 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
         kept = choose(prog, an, mode) if mode == "auto" and "budget" in e.message else kept
         if not kept:
+            note = blocked_note(prog, an) if mode == "auto" and "budget" in e.message else ""
+            if note:
+                raise ProgramError(e.message + note, e.span, e.source) from None
             raise
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
     consts = set(prog.domain)

@@ -37,28 +37,48 @@ def eligible(prog: Program, an: Analysis) -> set[str]:
             and l.atom.pred not in prog.rigid} - multi_temporal(prog, an)
 
 
+def blocked_note(prog: Program, an: Analysis) -> str:
+    """Why modular evaluation keeps nothing of a program over the budgets although it has
+    IDB literals, where rules of two time variables are the reason ("" otherwise)."""
+    if not an.nonrecursive or not an.multi_temporal_rules:
+        return ""
+    would = {l.atom.pred for r in prog.rules for l in r.body
+             if l.positive and l.atom.pred in an.idb and l.atom.pred not in an.periodic
+             and l.atom.pred not in prog.rigid}
+    if not would or eligible(prog, an):
+        return ""
+    r = prog.rules[an.multi_temporal_rules[0]]
+    at = f" at line {r.span.line}" if r.span.line else ""
+    return (f"; modular evaluation cannot keep {', '.join(sorted(would))} out of the "
+            f"templates: the rule{at} has two time variables (a derived literal must take "
+            f"its time from its template's head)")
+
+
 def multi_temporal(prog: Program, an: Analysis) -> set[str]:
-    """IDB predicates a rule of two time variables reaches: those it derives (a kept one's
-    templates would have a time variable its head does not bind) and those of its body,
-    with everything below them (unfolded into its template, a derived literal's answer may
-    be seeded through the other variable with the head's time unbound: `P3(X, T) :- P2(X,
-    T), E2(X, S).` from E2(a, 0)); the others may be kept, the rules of several time
-    variables unfolded as before."""
+    """IDB predicates whose literal may sit in a template with a second time variable, and
+    those whose own templates may have one: a kept predicate's literal must have its time
+    from its caller's head time (in `P3(X, T) :- P2(X, T), E2(X, S).` the fact E2(a, 0)
+    would seed an answer whose T is unbound).  A rule's template has a second time variable
+    if the rule has one, or a literal of its body on a predicate defined through such a rule
+    (unfolded into it), or its head is unfolded into such a template; the predicates of
+    those rules' bodies, and the predicates defined through rules of two time variables,
+    are unfolded as before; the others may be kept."""
+    if not an.multi_temporal_rules:
+        return set()
     below: dict[str, set[str]] = {}
     for r in prog.rules:
         below.setdefault(r.head.pred, set()).update(
             l.atom.pred for l in r.body if l.atom.pred in an.idb)
-    out: set[str] = set()
-    todo = [l.atom.pred for i in an.multi_temporal_rules for l in prog.rules[i].body
-            if l.atom.pred in an.idb]
-    above = {p for p in below if _reaches(p, {prog.rules[i].head.pred
-                                                for i in an.multi_temporal_rules}, below)}
-    while todo:
-        p = todo.pop()
-        if p not in out:
-            out.add(p)
-            todo.extend(below.get(p, ()))
-    return out | above
+    heads = {prog.rules[i].head.pred for i in an.multi_temporal_rules}
+    above = {p for p in below if _reaches(p, heads, below)}
+    bad = set(an.multi_temporal_rules) | {
+        i for i, r in enumerate(prog.rules) if any(l.atom.pred in above for l in r.body)}
+    while True:
+        inside = {l.atom.pred for i in bad for l in prog.rules[i].body if l.atom.pred in an.idb}
+        more = {i for i, r in enumerate(prog.rules) if i not in bad and r.head.pred in inside}
+        if not more:
+            return above | inside
+        bad |= more
 
 
 def _reaches(p: str, targets: set[str], below: dict) -> bool:
