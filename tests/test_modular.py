@@ -355,6 +355,39 @@ def test_a_derived_atom_read_ahead_shows_the_ways_it_waits_for(tmp_path):
         {"R(a, 2)": [{"evidence": ["B(a, 2)"], "hypotheses": ["C(a, 3)"]}]}]
 
 
+def test_confidence_accounts_for_derived_hypotheses(tmp_path):
+    """An answer waiting on a derived atom had confidence 1 (only EDB hypotheses counted):
+    it is now P(some way of the atom holds) — R(a, 2) waits for B(a, 2) and C(a, 3), each
+    at the model's prior 1/2 (0.25), then for C(a, 3) alone (0.5); a lifted diamond's
+    narrowed window is P(some tick of it brings the operand): wider, likelier."""
+    from reasoning.cli.main import main
+    import contextlib
+    import io
+
+    prog = tmp_path / "d.tdl"
+    prog.write_text("#query P(X, T).\nQ(X, T) :- A(X, T-2).\nR(X, T) :- B(X, T), C(X, T+1).\n"
+                    "P(X, T) :- Q(X, T), R(X, T).\n")
+    stream = tmp_path / "d.jsonl"
+    stream.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 2, "fact": "B(a, 2)"}\n')
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(prog), "--stream", str(stream), "--modular", "always",
+                     "--until", "2", "--format", "jsonl", "--confidence"]) == 0
+    assert [json.loads(l)["confidence"] for l in out.getvalue().splitlines()] == [
+        0.25, 0.25, 0.5]
+    prog.write_text("#query P(X, T).\nP(X, T) :- Diamondminus[0,30] A(X, T), Diamondminus"
+                    "[0,30] B(X, T), Diamondminus[0,30] C(X, T).\n")
+    stream.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 3, "fact": "B(a, 3)"}\n')
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(prog), "--stream", str(stream), "--until", "3", "--format",
+                     "jsonl", "--confidence"]) == 0
+    conf = {o["substitution"]["T"]: o["confidence"] for o in map(json.loads,
+                                                                 out.getvalue().splitlines())
+            if o["tick"] == 3 and o["status"] == "hypothetical"}
+    assert 0 < conf[4] < conf[5] < conf[10] < 1, conf  # (C's open ticks: 4..T)
+
+
 def test_a_lifted_window_read_ahead_shows_its_open_ticks():
     """A lifted diamond's atom read ahead prints one way, its window narrowed to the ticks
     still open (`Diamondminus[0,6] C(a, 10)`: C(a, s) for s in 4..10 at tick 3), equal to

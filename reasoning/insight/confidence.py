@@ -23,7 +23,10 @@ The confidence of an answer at τ (answer_confidence), hypotheses assumed indepe
   negated   not p(c̄, t), p an EDB predicate: 1 − the above; p an auxiliary query: the
             product, over its current answers (pending included) that match p(c̄, t) with
             the constants substituted, of (1 − their confidence); an unbound query variable
-            matches only an unbound one (a bound instance only adds an exclusion).
+            matches only an unbound one (a bound instance only adds an exclusion);
+  derived   a derived hypothesis of modular evaluation: 1 − Π over the ways the object's
+            `derived` lists of (1 − P(the way's hypotheses)); a narrowed window
+            `Diamondminus[a,b] A(c̄, t)`: 1 − Π over its ticks s of (1 − P(A(c̄, s))).
 
 Definite answers have confidence 1.  Limits (docs/confidence.md): independence of the
 hypotheses; auxiliary answers not yet in S_τ (their instant still ahead) are not counted;
@@ -42,6 +45,9 @@ PRIOR_A = 0.5  # P(arrives) before any expected atom was decided
 PRIOR_WEIGHT = 2.0  # pseudo-observations (Laplace): 1 success, 1 failure at the prior
 
 
+# a lifted diamond narrowed to its open ticks, as a derived atom's way prints it
+# (explain.py _window_way): not an atom of the program
+_NARROWED = re.compile(r"(Diamondminus|Diamondplus)\[([0-9]+),([0-9]+)\] (.*)")
 _SIMPLE = re.compile(r"(not )?([A-Za-z_]\w*)\(((?:[A-Za-z_0-9-]\w*, )*)(-?\d+)\)")
 
 
@@ -342,11 +348,14 @@ class Confidence:
         for o in objs:
             if o["status"] == "definite":
                 continue
+            derived = o.get("derived", {})
             for h in o["hypotheses"]:
-                neg, pred, args, t = parse_hyp(h)
-                if neg or t is None or any(v for v, _ in args):
-                    continue
-                m.expect(pred, tuple(x for _, x in args), t, tau)
+                if h not in derived:
+                    self._expect(h, tau)
+            for ways in derived.values():  # (modular evaluation: what derived atoms wait on)
+                for w in ways:
+                    for h in w["hypotheses"]:
+                        self._expect(h, tau)
         m.end_tick(tau)
         self.tau = tau
         aux: dict = defaultdict(list)
@@ -365,6 +374,25 @@ class Confidence:
         self._aux_idx = idx
         self._memo = {}
 
+    def _expect(self, h: str, tau: int) -> None:
+        """A printed hypothesis' ground positive EDB atoms are expected (a narrowed window:
+        each instance of its operand in it)."""
+        w = _NARROWED.fullmatch(h)
+        if w is not None:
+            op, lo, hi = w.group(1), int(w.group(2)), int(w.group(3))
+            neg, pred, args, t = parse_hyp(w.group(4))
+            if t is None or any(v for v, _ in args) or pred not in self.model.edb:
+                return
+            span = range(t - hi, t - lo + 1) if op == "Diamondminus" else range(t + lo,
+                                                                                t + hi + 1)
+            for s in span:
+                self.model.expect(pred, tuple(x for _, x in args), s, tau)
+            return
+        neg, pred, args, t = parse_hyp(h)
+        if neg or t is None or any(v for v, _ in args):
+            return
+        self.model.expect(pred, tuple(x for _, x in args), t, tau)
+
     def dump(self) -> str:
         """The model as JSON text (the lake's `model` state row)."""
         return json.dumps(self.model.dump(), separators=(",", ":"), ensure_ascii=False)
@@ -380,21 +408,36 @@ class Confidence:
         return self._conf(obj, {}, 0)
 
     def _conf(self, obj: dict, bind: dict, depth: int) -> float:
-        mk = (obj["query"], tuple(sorted(obj["substitution"].items(), key=str)),
+        query = obj.get("query")  # (None: a way of a derived atom, every variable existential)
+        mk = (query, tuple(sorted(obj["substitution"].items(), key=str)),
               tuple(obj["hypotheses"]), tuple(sorted(bind.items())))
         c = self._memo.get(mk)
         if c is not None:
             return c
-        _, qnames, qtv = query_shape(obj["query"])
-        qvars = {n for n in qnames if n} | ({qtv} if qtv else set())
+        qvars: set = set()
+        if query is not None:
+            _, qnames, qtv = query_shape(query)
+            qvars = {n for n in qnames if n} | ({qtv} if qtv else set())
         m = self.model
+        derived = obj.get("derived", {})
         pos = set()
         for h in obj["hypotheses"]:
+            if h in derived or _NARROWED.fullmatch(h):
+                continue
             neg, pred, args, t = parse_hyp(h)
             if not neg and t is not None:
                 pos.add((pred, tuple(bind.get(x) if v else x for v, x in args), t))
         c = 1.0
         for h in obj["hypotheses"]:
+            if h in derived:  # modular evaluation: some way of the atom proves it
+                c *= self._derived(derived[h], depth) if depth < 16 else 1.0
+                if c == 0.0:
+                    break
+                continue
+            w = _NARROWED.fullmatch(h)
+            if w is not None:  # a lifted diamond's open ticks: some operand instance arrives
+                c *= self._window(w, pos)
+                continue
             neg, pred, args, t = parse_hyp(h)
             vals = []
             unbound_q = False
@@ -430,6 +473,32 @@ class Confidence:
                 break
         self._memo[mk] = c
         return c
+
+    def _derived(self, ways: list, depth: int) -> float:
+        """P(a derived hypothesis is proven): 1 − Π over the ways its predicate may still
+        prove it (the object's `derived`: evidence and hypotheses) of (1 − P(the way's
+        hypotheses all hold)), the ways taken as independent."""
+        q = 1.0
+        for w in ways:
+            q *= 1.0 - self._conf({"substitution": {}, "hypotheses": w["hypotheses"]}, {},
+                                  depth + 1)
+            if q == 0.0:
+                break
+        return 1.0 - q
+
+    def _window(self, w, pos: set) -> float:
+        """P(some instance of a diamond's operand in its window arrives): `Diamondminus[0,6]
+        C(a, 10)` is C(a, s) for s in 4..10 (an operand that is no EDB atom counts 1)."""
+        op, lo, hi, atom = w.group(1), int(w.group(2)), int(w.group(3)), w.group(4)
+        neg, pred, args, t = parse_hyp(atom)
+        if pred not in self.model.edb or t is None or any(v for v, _ in args):
+            return 1.0
+        vals = tuple(x for _, x in args)
+        span = range(t - hi, t - lo + 1) if op == "Diamondminus" else range(t + lo, t + hi + 1)
+        q = 1.0
+        for s in span:
+            q *= 1.0 - self._positive(pred, vals, s, pos)
+        return 1.0 - q
 
     def _positive(self, pred: str, args: tuple, t: Optional[int], pos: set) -> float:
         """P(a positive hypothesis arrives by its deadline), by the chain rule over the
