@@ -47,6 +47,14 @@ class Engine:
         self.head_schematic: dict = defaultdict(set)  # (pred, t|None) -> non-ground heads
         self.proven: dict = defaultdict(set)  # (pred, args, t) -> definite ground answers of
         # a derived predicate (modular evaluation: _proven_derived)
+        # answers with a negated or derived literal on a derived predicate, by its instance:
+        # ground (pred, args, t) / not ground (pred, t) — the refs of p_t a definite answer
+        # can change before p_t closes (_process_node) —, and since p_t was last processed
+        # the refs added and the heads of the definite answers added
+        self.neg_ground: dict = defaultdict(set)
+        self.neg_open: dict = defaultdict(set)
+        self._new_refs: dict = defaultdict(set)
+        self._new_proven: dict = defaultdict(list)
         self.retire: dict = defaultdict(set)  # tick -> definite answers to forget then
         self.fresh_definite: set[Answer] = set()  # answers that became definite this tick
         self._entries: dict[Answer, list] = {}  # answer -> the index sets it is in
@@ -142,11 +150,16 @@ class Engine:
                     entries.append((self.wake_ground, (lp.pred, args, t)))
             elif t is not None:  # negated or derived: decided at step 3
                 entries.append((self.neg_index, (lp.pred, t)))
+                if lp.pred in self.by_der:  # (_process_node's refs a definite answer covers)
+                    entries.append((self.neg_open, (lp.pred, t)) if None in args else
+                                   (self.neg_ground, (lp.pred, args, t)))
+                    self._new_refs[(lp.pred, t)].add(a)
         entries.append((self.head_index, (tp.head.pred, ht)))
         if ht is not None and None not in hargs:
             entries.append((self.head_ground, (tp.head.pred, hargs, ht)))
             if len(a.ev) == len(tp.lits) and tp.head.pred in self.by_der:
                 entries.append((self.proven, (tp.head.pred, hargs, ht)))
+                self._new_proven[(tp.head.pred, ht)].append(hargs)
         else:
             entries.append((self.head_schematic, (tp.head.pred, ht)))
         for index, key in entries:
@@ -698,6 +711,9 @@ class Engine:
         while heap:
             _, pred, t = heapq.heappop(heap)
             became_definite(self._process_node(pred, t, tau))
+        for memo in (self._new_refs, self._new_proven):  # (nodes closed without refs left)
+            for k in [k for k in memo if k[1] <= tau]:
+                del memo[k]
 
     def _seed_derived(self, d: Answer, tau: int) -> list[Answer]:
         """Step 1(a) for a derived atom (modular evaluation, issue 45): a ground answer d of
@@ -770,7 +786,23 @@ class Engine:
         """Steps 3(a)-(c) for one instantiated predicate p_t; returns answers that became
         definite."""
         became: list[Answer] = []
-        refs = list(self.neg_index.get((pred, t), ()))
+        refs = self.neg_index.get((pred, t), ())
+        new_refs = self._new_refs.pop((pred, t), ())
+        new_heads = self._new_proven.pop((pred, t), ())
+        if t > tau and pred in self.by_der and not any(
+                self.is_definite(a) for k in ((pred, t), (pred, None))
+                for a in self.head_schematic.get(k, ())):
+            # before p_t closes only a definite answer changes a ref — one whose literal
+            # instance it covers: a ground head covers the refs of equal instance and those
+            # not ground.  A ref processed before that no definite answer covered is
+            # unchanged unless one has been added since: the refs added since the last
+            # time, and those the new definite heads cover, are all that can change
+            sel = set(new_refs)
+            sel.update(self.neg_open.get((pred, t), ()))
+            for hargs in new_heads:
+                sel.update(self.neg_ground.get((pred, hargs, t), ()))
+            refs = sel
+        refs = list(refs)
         for r in refs:
             if r not in self.answers:
                 continue
