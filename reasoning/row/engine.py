@@ -86,6 +86,7 @@ class Engine:
         self._by_head: Optional[dict] = None  # derived pred -> its templates (future_ways)
         self._fw: dict = {}  # (pred, head time) -> templates alive there, at tick _fw_tau
         self._fw_tau = -1
+        self._fw_static: dict = {}  # template -> _future_static
         self.retention = self._retention()
         self._delay_cache: dict = {}
         self.exact = Exactness(self.templates, self.delays, cp.analysis.rigid)
@@ -660,6 +661,16 @@ class Engine:
             for tp in self._by_head.get(pred, ()):
                 if t <= self._created_to.get(tp.tid, tau):
                     continue  # created: its answers are in L (_L_for)
+                fast = self._fw_static.get(tp.tid, False)
+                if fast is False:
+                    fast = self._fw_static[tp.tid] = self._future_static(tp)
+                if fast is not None:  # (_inspect's verdict from offsets, once per template)
+                    lo_all, lo_pos, rel_exp, per_instance = fast
+                    if t - tp.head.toff + lo_all >= 0 and t >= 0 and (
+                            rel_exp is None or t + rel_exp > tau):
+                        cands.append((tp, lo_pos is not None and t + lo_pos <= tau,
+                                      per_instance))
+                    continue
                 h = tp.head
                 if h.tvar is None and h.toff != t:
                     continue
@@ -677,6 +688,23 @@ class Engine:
                                   any(lp.pred in self.delays.patterns for lp in tp.lits)))
             self._fw[(pred, t)] = cands
         return cands
+
+    def _future_static(self, tp: ETemplate):
+        """future_templates' test of a template by offsets from its head time, where every
+        literal's time is the head's variable plus an offset and no time bound or periodic
+        domain applies: (least literal offset from the head variable, least positive one
+        from the head time or None, the least positive literal's expiry from the head time
+        or None, per-instance delays); None where _inspect must decide."""
+        h = tp.head
+        if h.tvar is None or tp.time_min or tp.periodic or any(
+                lp.tvar != h.tvar for lp in tp.lits):
+            return None
+        lo_all = min([lp.toff for lp in tp.lits], default=0)
+        pos = [lp for lp in tp.lits if lp.positive and not lp.derived]
+        lo_pos = min([lp.toff - h.toff for lp in pos], default=None)
+        rel_exp = min([lp.toff - h.toff + self.delta(
+            lp.pred, tuple(None if v else x for v, x in lp.args)) for lp in pos], default=None)
+        return lo_all, lo_pos, rel_exp, any(lp.pred in self.delays.patterns for lp in tp.lits)
 
     def _step3(self, tau: int) -> None:
         """Algorithm 1, step 3: for each p_t in topological order, (b) refute negated
