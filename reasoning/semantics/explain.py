@@ -73,6 +73,9 @@ class Explainer:
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
+        # a ground derived atom -> its text, this tick's and the previous tick's (as _lits)
+        self._atoms: dict = {}
+        self._atoms_before: dict = {}
         self._way: dict[Answer, tuple] = {}  # an answer of a derived predicate -> (ev, hy)
         # (template, bindings, E) -> its printed evidence and hypotheses, this tick's and
         # the previous tick's: most answers are printed again unchanged at the next tick
@@ -85,6 +88,7 @@ class Explainer:
         self._windows = {}
         self._way = {}
         self._lits_before, self._lits = self._lits, {}
+        self._atoms_before, self._atoms = self._atoms, {}
 
     def deadline(self, a: Answer, depth: int = 0) -> Optional[int]:
         """Last tick at which a's outcome can change; None if definite or unbounded."""
@@ -168,6 +172,13 @@ class Explainer:
             key = (lp.pred, args, t) if None not in args else None
             got = self._ways.get(key) if key is not None else None
             if got is None:
+                text = self._atoms.get(key) if key is not None else None
+                if text is None:
+                    text = self._atoms_before.get(key) if key is not None else None
+                    if text is None:
+                        text = lp.render(b, tp.names)
+                    if key is not None:
+                        self._atoms[key] = text
                 ways = set()
                 for l in eng._L_for(lp.pred, t, args):
                     lt = eng.templates[l.tid]
@@ -179,9 +190,9 @@ class Explainer:
                     if w is None:
                         ways.update(map(self._way_of, eng.future_ways(lp.pred, args, t)))
                     elif w:
-                        ways.add(_window_way(lp, b, tp.names, *w))
-                got = (lp.render(b, tp.names), [{"evidence": list(ev), "hypotheses": list(hy)}
-                                                for ev, hy in sorted(ways)])
+                        ways.add(_window_way(text, *w))
+                got = (text, [{"evidence": list(ev), "hypotheses": list(hy)}
+                              for ev, hy in sorted(ways)])
                 if key is not None:
                     self._ways[key] = got
             out[got[0]] = got[1]  # (shared: readers only serialise it)
@@ -251,11 +262,9 @@ class Explainer:
             yield g
 
 
-def _window_way(lp, b: tuple, names: tuple, op: str, lo: int, hi: int, a2: int, b2: int
-                ) -> tuple:
-    """A lifted diamond's atom's way, its window narrowed to [a2, b2]: (evidence,
-    hypotheses) of `Diamondminus[0,15] E1(c16, 125)`."""
-    text = lp.render(b, names)
+def _window_way(text: str, op: str, lo: int, hi: int, a2: int, b2: int) -> tuple:
+    """A lifted diamond's atom (`text`, as printed), its window narrowed to [a2, b2]:
+    (evidence, hypotheses) of `Diamondminus[0,15] E1(c16, 125)`."""
     prefix = f"{op}[{lo},{hi}] "
     return (), (f"{op}[{a2},{b2}] {text[len(prefix):]}",)
 
