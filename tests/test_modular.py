@@ -331,25 +331,33 @@ def test_a_derived_hypothesis_shows_what_it_waits_for(tmp_path):
     assert "    P1(a, 0) if E2(a, 1); evidence: E1(a, 0)\n" in outs[1]
 
 
+_READ_AHEAD = ("#query P(X, T).\nQ(X, T) :- A(X, T-2).\nR(X, T) :- B(X, T), C(X, T+1).\n"
+               "P(X, T) :- Q(X, T), R(X, T).\n")
+
+
+def _run_jsonl(tmp_path, program: str, facts: list, until: int, *flags) -> list[dict]:
+    """`hypo run --format jsonl` of a program and [(tick, fact text)]: the objects."""
+    from reasoning.cli.main import main
+    import contextlib
+    import io
+
+    prog, stream = tmp_path / "p.tdl", tmp_path / "s.jsonl"
+    prog.write_text(program)
+    stream.write_text("".join(json.dumps({"tick": k, "fact": f}) + "\n" for k, f in facts))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(prog), "--stream", str(stream), "--until", str(until),
+                     "--format", "jsonl", *flags]) == 0
+    return [json.loads(l) for l in out.getvalue().splitlines()]
+
+
 def test_a_derived_atom_read_ahead_shows_the_ways_it_waits_for(tmp_path):
     """A caller's answer made ahead of τ by a definite derived atom (Q(a, 2) at tick 0)
     waits on another derived atom, R(a, 2), whose answers step 2 creates only at tick 2:
     its ways printed as [] — as if nothing could prove it — until then.  They are R's
     rules at that head time, as unfolding would print them."""
-    from reasoning.cli.main import main
-    import contextlib
-    import io
-
-    prog = tmp_path / "d.tdl"
-    prog.write_text("#query P(X, T).\nQ(X, T) :- A(X, T-2).\nR(X, T) :- B(X, T), C(X, T+1).\n"
-                    "P(X, T) :- Q(X, T), R(X, T).\n")
-    stream = tmp_path / "d.jsonl"
-    stream.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 2, "fact": "B(a, 2)"}\n')
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["run", str(prog), "--stream", str(stream), "--modular", "always",
-                     "--until", "2", "--format", "jsonl"]) == 0
-    objs = [json.loads(l) for l in out.getvalue().splitlines()]
+    objs = _run_jsonl(tmp_path, _READ_AHEAD, [(0, "A(a, 0)"), (2, "B(a, 2)")], 2,
+                      "--modular", "always")
     assert [o["derived"] for o in objs] == [
         {"R(a, 2)": [{"evidence": [], "hypotheses": ["B(a, 2)", "C(a, 3)"]}]}] * 2 + [
         {"R(a, 2)": [{"evidence": ["B(a, 2)"], "hypotheses": ["C(a, 3)"]}]}]
@@ -360,30 +368,13 @@ def test_confidence_accounts_for_derived_hypotheses(tmp_path):
     it is now P(some way of the atom holds) — R(a, 2) waits for B(a, 2) and C(a, 3), each
     at the model's prior 1/2 (0.25), then for C(a, 3) alone (0.5); a lifted diamond's
     narrowed window is P(some tick of it brings the operand): wider, likelier."""
-    from reasoning.cli.main import main
-    import contextlib
-    import io
-
-    prog = tmp_path / "d.tdl"
-    prog.write_text("#query P(X, T).\nQ(X, T) :- A(X, T-2).\nR(X, T) :- B(X, T), C(X, T+1).\n"
-                    "P(X, T) :- Q(X, T), R(X, T).\n")
-    stream = tmp_path / "d.jsonl"
-    stream.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 2, "fact": "B(a, 2)"}\n')
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["run", str(prog), "--stream", str(stream), "--modular", "always",
-                     "--until", "2", "--format", "jsonl", "--confidence"]) == 0
-    assert [json.loads(l)["confidence"] for l in out.getvalue().splitlines()] == [
-        0.25, 0.25, 0.5]
-    prog.write_text("#query P(X, T).\nP(X, T) :- Diamondminus[0,30] A(X, T), Diamondminus"
-                    "[0,30] B(X, T), Diamondminus[0,30] C(X, T).\n")
-    stream.write_text('{"tick": 0, "fact": "A(a, 0)"}\n{"tick": 3, "fact": "B(a, 3)"}\n')
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["run", str(prog), "--stream", str(stream), "--until", "3", "--format",
-                     "jsonl", "--confidence"]) == 0
-    conf = {o["substitution"]["T"]: o["confidence"] for o in map(json.loads,
-                                                                 out.getvalue().splitlines())
+    objs = _run_jsonl(tmp_path, _READ_AHEAD, [(0, "A(a, 0)"), (2, "B(a, 2)")], 2,
+                      "--modular", "always", "--confidence")
+    assert [o["confidence"] for o in objs] == [0.25, 0.25, 0.5]
+    objs = _run_jsonl(tmp_path, "#query P(X, T).\nP(X, T) :- Diamondminus[0,30] A(X, T), "
+                      "Diamondminus[0,30] B(X, T), Diamondminus[0,30] C(X, T).\n",
+                      [(0, "A(a, 0)"), (3, "B(a, 3)")], 3, "--confidence")
+    conf = {o["substitution"]["T"]: o["confidence"] for o in objs
             if o["tick"] == 3 and o["status"] == "hypothetical"}
     assert 0 < conf[4] < conf[5] < conf[10] < 1, conf  # (C's open ticks: 4..T)
 
