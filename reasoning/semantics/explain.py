@@ -73,6 +73,7 @@ class Explainer:
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
+        self.narrow = True  # a lifted diamond's ways as one narrowed window (_ways_of)
         # a ground derived atom -> its text, this tick's and the previous tick's (as _lits)
         self._atoms: dict = {}
         self._atoms_before: dict = {}
@@ -179,18 +180,7 @@ class Explainer:
                         text = lp.render(b, tp.names)
                     if key is not None:
                         self._atoms[key] = text
-                ways = set()
-                for l in eng._L_for(lp.pred, t, args):
-                    lt = eng.templates[l.tid]
-                    if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is None:
-                        continue
-                    ways.add(self._way_of(l, args, t))
-                if key is not None and t > eng.tau:  # read ahead of its answers' creation
-                    w = self._window(lp.pred, t)
-                    if w is None:
-                        ways.update(map(self._way_of, eng.future_ways(lp.pred, args, t)))
-                    elif w:
-                        ways.add(_window_way(text, *w))
+                ways = self._ways_of(lp, b, args, t, text)
                 got = (text, [{"evidence": list(ev), "hypotheses": list(hy)}
                               for ev, hy in sorted(ways)])
                 if key is not None:
@@ -198,12 +188,59 @@ class Explainer:
             out[got[0]] = got[1]  # (shared: readers only serialise it)
         return out
 
+    def _ways_of(self, lp, b: tuple, args: tuple, t: int, text: str) -> set:
+        """The (evidence, hypotheses) of the answers of a derived atom's predicate that may
+        prove it, and for an atom read ahead of its answers' creation those step 2 will
+        make (Engine.future_ways).  A lifted diamond's ways that each wait for the operand
+        at one tick, with no evidence, print as one when the ticks are a run: the window
+        narrowed to them (`Diamondminus[0,15] E1(c16, 125)`)."""
+        eng = self.eng
+        ground = None not in args
+        win = lifted_window(lp.pred) if self.narrow and ground else None
+        ways, ticks, singles = set(), set(), []
+
+        def take(l: Answer) -> None:
+            s = _operand_tick(eng.templates[l.tid], l.b, t) if win and not l.ev else None
+            if s is None:
+                ways.add(self._way_of(l, args, t))
+            else:
+                ticks.add(s)
+                singles.append(l)
+
+        for l in eng._L_for(lp.pred, t, args):
+            lt = eng.templates[l.tid]
+            if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is not None:
+                take(l)
+        w = None
+        if ground and t > eng.tau:  # read ahead of its answers' creation
+            w = self._window(lp.pred, t) if win else None
+            if w:
+                op, _, _, a2, b2 = w
+                ticks.update(range(t - b2, t - a2 + 1) if op == "Diamondminus" else
+                             range(t + a2, t + b2 + 1))
+            elif w is None:
+                for l in eng.future_ways(lp.pred, args, t):
+                    take(l)
+        if ticks:
+            lo_s, hi_s = min(ticks), max(ticks)
+            if hi_s - lo_s + 1 == len(ticks):
+                op, lo, hi = win
+                ways.add(_window_way(text, op, lo, hi, *((t - hi_s, t - lo_s)
+                                                         if op == "Diamondminus" else
+                                                         (lo_s - t, hi_s - t))))
+            else:  # (not one run: each tick its way)
+                if w:
+                    singles.extend(eng.future_ways(lp.pred, args, t))
+                ways.update(self._way_of(l, args, t) for l in singles)
+        return ways
+
     def _window(self, pred: str, t: int):
         """For a lifted diamond (metric.py) read ahead at head time t: its window's ticks
         still open for every argument alike, (op, lo, hi, a2, b2), or () if none is — one
         way instead of one per tick of it (Engine.future_ways); None where the ticks may
-        differ by the arguments (a fact may have arrived, per-instance delays) or are not
-        one run: then future_ways, answer by answer."""
+        differ by the arguments (per-instance delays) or are not one run: then
+        future_ways, answer by answer.  (A fact arrived in the window makes the atom
+        definite: it is evidence then, not a hypothesis whose ways are printed.)"""
         key = (pred, t)
         if key in self._windows:
             return self._windows[key]
@@ -212,7 +249,7 @@ class Explainer:
             times = []
             for tp, past, per_instance in self.eng.future_templates(pred, t):
                 o = tp.lits[0]
-                if past or per_instance or len(tp.lits) != 1 or tp.der or not tp.pos or \
+                if per_instance or len(tp.lits) != 1 or tp.der or not tp.pos or \
                         tp.nogoods or o.tvar != tp.head.tvar or o.tvar is None:
                     w = None
                     break
@@ -260,6 +297,22 @@ class Explainer:
             if any(all(g.get(v) == c for v, c in n) for n in a.ng):
                 continue
             yield g
+
+
+def _operand_tick(lt, lb: tuple, t: int) -> Optional[int]:
+    """The tick of the one positive literal of an answer of a lifted diamond's template
+    (lb its binding, t its head time), None for any other template."""
+    if len(lt.lits) != 1 or lt.der or not lt.pos:
+        return None
+    o = lt.lits[0]
+    if o.tvar is None:
+        return o.toff
+    v = lb[o.tvar]
+    if v is None:
+        if o.tvar != lt.head.tvar:
+            return None
+        v = t - lt.head.toff
+    return v + o.toff
 
 
 def _window_way(text: str, op: str, lo: int, hi: int, a2: int, b2: int) -> tuple:
