@@ -4,6 +4,7 @@ for ever on an unbound time variable is printed when it changes, not at every ti
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -70,9 +71,27 @@ def replay(changes: dict, until: int) -> dict:
                 o = dict(o, tick=tau)
                 if "time_from" in o:
                     o["time_from"] = {v: f + tau - t0 for v, f in o["time_from"].items()}
+                if "derived" in o:
+                    o["derived"] = {k: [_narrowed_at(w, t0, tau) for w in ways]
+                                    for k, ways in o["derived"].items()}
                 now.add(json.dumps(o, sort_keys=True))
         out[tau] = now
     return out
+
+
+def _narrowed_at(way: dict, t0: int, tau: int) -> dict:
+    """A derived way printed at t0 as it stands at τ: a narrowed window whose first open
+    tick L had started (L ≤ t0 + 1) has it τ − t0 later (changes.relative_narrowed)."""
+    m = re.fullmatch(r"(Diamondminus|Diamondplus)\[(\d+),(\d+)\] (.*), (\d+)\)",
+                     way["hypotheses"][0]) if len(way["hypotheses"]) == 1 else None
+    if m is None or way["evidence"]:
+        return way
+    op, a, b, atom, t = m[1], int(m[2]), int(m[3]), m[4], int(m[5])
+    first = t - b if op == "Diamondminus" else t + a
+    if first - t0 > 1:
+        return way
+    a, b = (a, b - (tau - t0)) if op == "Diamondminus" else (a + (tau - t0), b)
+    return dict(way, hypotheses=[f"{op}[{a},{b}] {atom}, {t})"])
 
 
 def _sets(full: dict) -> dict:
@@ -147,3 +166,38 @@ def test_update_text_joins_the_lines_in_c_and_in_python(monkeypatch):
     if join is not None:
         assert join(["{x: 1, a", "{x: 1, b"], [1, 0], ["H", "G"], [0, 1], 6) == "Hb\nGa\n"
         assert join(["é"], [0], ["H"], [0], 0) is None
+
+
+@pytest.mark.parametrize("op", ["Diamondminus", "Diamondplus"])
+def test_narrowed_windows_are_no_change_as_they_narrow(op, monkeypatch):
+    """A lifted diamond's way narrowed to its open ticks (`Diamondminus[0,15] E1(c, 125)`)
+    narrows by one every tick: --changes compares its first open tick relative to the tick
+    (changes.relative_narrowed), so an answer waiting on it is not updated at every tick,
+    and the replay (first open tick moved on) still gives every tick's full set."""
+    import random
+
+    text = (f"#query P(X, T).\n#delay C = 1.\nP(X, T) :- {op}[0,30] A(X, T), {op}[0,30] "
+            f"B(X, T), Diamondminus[0,30] C(X, T).\n")
+    rnd = random.Random(3)
+    stream: dict = {}
+    for t in range(30):
+        for e in "ABC":
+            for c in "ab":
+                if rnd.random() < 0.08:
+                    stream.setdefault(t + (rnd.randint(0, 1) if e == "C" else 0),
+                                      []).append(Fact(e, (c,), t))
+    until = 40
+    full, changes = full_and_changes(text, stream, until, "row", pending=False)
+    assert replay(changes, until) == _sets(full)
+    lines = [o for t in changes.values() for o in t]
+    narrowed = [o for o in lines if any(w["hypotheses"][0].startswith(op[:9])
+                                        for ws in o.get("derived", {}).values() for w in ws)]
+    assert narrowed  # (the windows are printed narrowed)
+    from reasoning.semantics.explain import Explainer
+
+    monkeypatch.setattr(Explainer, "narrow", False)  # (each open tick its own way)
+    full1, changes1 = full_and_changes(text, stream, until, "row", pending=False)
+    assert replay(changes1, until) == _sets(full1)
+    updated = [len([o for t in ch.values() for o in t if o["change"] == "updated"])
+               for ch in (changes, changes1)]
+    assert updated[0] * 4 < updated[1], updated  # (Diamondplus: 73 and 946 lines)

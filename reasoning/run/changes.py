@@ -26,6 +26,30 @@ def relative_time_from(body: str, tau: int) -> str:
                           body)
 
 
+# a lifted diamond's way narrowed to its open ticks (explain.py _window_way), in `derived`
+_NARROWED = re.compile(r'(\{"evidence": \[\], "hypotheses": \["(Diamondminus|Diamondplus)\[)'
+                       r'(\d+),(\d+)(\] [^"]*, )(-?\d+)(\)"\]\})')
+
+
+def relative_narrowed(body: str, tau: int) -> str:
+    """The line with each narrowed window of its `derived` ways whose first open tick L
+    is at most τ + 1 — the window has started: L moves on with the tick — written with L
+    relative to τ: a window that only narrowed by the ticks elapsed compares equal."""
+    at = body.find('"derived": {')
+    if at < 0:
+        return body
+
+    def rel(m) -> str:
+        a, b, t = int(m[3]), int(m[4]), int(m[6])
+        first = t - b if m[2] == "Diamondminus" else t + a
+        if first - tau > 1:
+            return m[0]
+        pair = f"{a},~{first - tau}" if m[2] == "Diamondminus" else f"~{first - tau},{b}"
+        return f"{m[1]}{pair}{m[5]}{m[6]}{m[7]}"
+
+    return body[:at] + _NARROWED.sub(rel, body[at:])
+
+
 class Changes:
     """`--changes`: per tick only the answers whose lines changed since the previous tick.
     An answer (its query, substitution and object exclusions: explain.answer_key) is printed with
@@ -39,7 +63,9 @@ class Changes:
     A line's `time_from` floors are compared relative to the tick: a floor that only moved
     on by the ticks elapsed is no change (an answer waiting for ever on an unbound time
     variable would otherwise be printed at every tick, a quadratic output).  So in a replay
-    a line printed at tick t0 stands at tick τ with each `time_from` value plus τ − t0."""
+    a line printed at tick t0 stands at tick τ with each `time_from` value plus τ − t0.
+    Likewise a lifted diamond's narrowed window in `derived` whose first open tick moves on
+    with the tick (relative_narrowed): in a replay its first open tick is τ − t0 later."""
 
     def __init__(self):
         self.prev = None
@@ -110,11 +136,12 @@ def _signatures(cur: KeyedLines, n: int, tau: int):
         return np.zeros((0, 4), np.int64), still_open
     lines = cur.line
     # lines with a floor go through Python (a str search: ~0.1 ms where Polars' costs 0.2)
-    idx = [i for i, x in enumerate(lines) if '"time_from": {' in x] if cur.floors else []
+    idx = [i for i, x in enumerate(lines) if '"time_from": {' in x or '"hypotheses": ["Diamond'
+           in x] if cur.floors else []
     sigs = kernels.c_only("str_sigs")
     if sigs is not None:
         a, b = sigs(cur.akey), sigs(lines, n)
-        c = sigs([relative_time_from(lines[i][n:], tau) for i in idx]) if idx else ((), ())
+        c = sigs([_relative(lines[i][n:], tau) for i in idx]) if idx else ((), ())
         if a is not None and b is not None and c is not None:
             h = [a[0], a[1], b[0], b[1]]
             if idx:
@@ -124,12 +151,17 @@ def _signatures(cur: KeyedLines, n: int, tau: int):
 
     body = pl.Series([x[n:] for x in lines], dtype=pl.String)
     if idx:
-        body = body.scatter(idx, [relative_time_from(lines[i][n:], tau) for i in idx])
+        body = body.scatter(idx, [_relative(lines[i][n:], tau) for i in idx])
     akey = pl.Series(cur.akey, dtype=pl.String)
     # (the columns one by one: no Polars operation)
     return np.column_stack([akey.hash(11).to_numpy(), akey.hash(12).to_numpy(),
                             body.hash(13).to_numpy(), body.hash(14).to_numpy()]
                            ).view(np.int64), still_open
+
+
+def _relative(body: str, tau: int) -> str:
+    """A line's body as compared from tick to tick (time_from floors, narrowed windows)."""
+    return relative_narrowed(relative_time_from(body, tau), tau)
 
 
 def _changed_rows(cur: KeyedLines, sel: np.ndarray, upd: np.ndarray, prefix: str) -> tuple:

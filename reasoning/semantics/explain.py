@@ -67,13 +67,14 @@ def static_horizons(eng: Engine) -> dict[str, Optional[int]]:
 class Explainer:
     """Renders answers of an engine at its current tick."""
 
+    narrow = True  # a lifted diamond's ways as one narrowed window (_ways_of)
+
     def __init__(self, eng: Engine):
         self.eng = eng
         self.rel = static_horizons(eng)
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
-        self.narrow = True  # a lifted diamond's ways as one narrowed window (_ways_of)
         # a ground derived atom -> its text, this tick's and the previous tick's (as _lits)
         self._atoms: dict = {}
         self._atoms_before: dict = {}
