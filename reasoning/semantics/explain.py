@@ -75,6 +75,7 @@ class Explainer:
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
+        self._lifted_memo: dict = {}  # pred -> metric.lifted_window(pred)
         # a ground derived atom -> its text, this tick's and the previous tick's (as _lits)
         self._atoms: dict = {}
         self._atoms_before: dict = {}
@@ -197,7 +198,7 @@ class Explainer:
         narrowed to them (`Diamondminus[0,15] E1(c16, 125)`)."""
         eng = self.eng
         ground = None not in args
-        win = lifted_window(lp.pred) if self.narrow and ground else None
+        win = self._lifted(lp.pred) if self.narrow and ground else None
         ways, ticks, singles = set(), set(), []
 
         def take(l: Answer) -> None:
@@ -235,6 +236,13 @@ class Explainer:
                 ways.update(self._way_of(l, args, t) for l in singles)
         return ways
 
+    def _lifted(self, pred: str):
+        """metric.lifted_window(pred), once per predicate."""
+        w = self._lifted_memo.get(pred, False)
+        if w is False:
+            w = self._lifted_memo[pred] = lifted_window(pred)
+        return w
+
     def _window(self, pred: str, t: int):
         """For a lifted diamond (metric.py) read ahead at head time t: its window's ticks
         still open for every argument alike, (op, lo, hi, a2, b2), or () if none is — one
@@ -245,7 +253,7 @@ class Explainer:
         key = (pred, t)
         if key in self._windows:
             return self._windows[key]
-        w = lifted_window(pred)
+        w = self._lifted(pred)
         if w is not None:
             times = []
             for tp, past, per_instance in self.eng.future_templates(pred, t):
