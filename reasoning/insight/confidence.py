@@ -41,6 +41,8 @@ import re
 from collections import defaultdict
 from typing import Iterable, Optional
 
+from reasoning.language.metric import window_ticks
+
 PRIOR_A = 0.5  # P(arrives) before any expected atom was decided
 PRIOR_WEIGHT = 2.0  # pseudo-observations (Laplace): 1 success, 1 failure at the prior
 
@@ -374,19 +376,23 @@ class Confidence:
         self._aux_idx = idx
         self._memo = {}
 
+    def _narrowed(self, w):
+        """A narrowed window's EDB operand: (pred, ground args, the window's ticks), None
+        if the operand is no ground EDB atom."""
+        neg, pred, args, t = parse_hyp(w.group(4))
+        if pred not in self.model.edb or t is None or any(v for v, _ in args):
+            return None
+        return pred, tuple(x for _, x in args), window_ticks(
+            w.group(1), int(w.group(2)), int(w.group(3)), t)
+
     def _expect(self, h: str, tau: int) -> None:
         """A printed hypothesis' ground positive EDB atoms are expected (a narrowed window:
         each instance of its operand in it)."""
         w = _NARROWED.fullmatch(h)
         if w is not None:
-            op, lo, hi = w.group(1), int(w.group(2)), int(w.group(3))
-            neg, pred, args, t = parse_hyp(w.group(4))
-            if t is None or any(v for v, _ in args) or pred not in self.model.edb:
-                return
-            span = range(t - hi, t - lo + 1) if op == "Diamondminus" else range(t + lo,
-                                                                                t + hi + 1)
-            for s in span:
-                self.model.expect(pred, tuple(x for _, x in args), s, tau)
+            got = self._narrowed(w)
+            for s in got[2] if got is not None else ():
+                self.model.expect(got[0], got[1], s, tau)
             return
         neg, pred, args, t = parse_hyp(h)
         if neg or t is None or any(v for v, _ in args):
@@ -489,15 +495,12 @@ class Confidence:
     def _window(self, w, pos: set) -> float:
         """P(some instance of a diamond's operand in its window arrives): `Diamondminus[0,6]
         C(a, 10)` is C(a, s) for s in 4..10 (an operand that is no EDB atom counts 1)."""
-        op, lo, hi, atom = w.group(1), int(w.group(2)), int(w.group(3)), w.group(4)
-        neg, pred, args, t = parse_hyp(atom)
-        if pred not in self.model.edb or t is None or any(v for v, _ in args):
+        got = self._narrowed(w)
+        if got is None:
             return 1.0
-        vals = tuple(x for _, x in args)
-        span = range(t - hi, t - lo + 1) if op == "Diamondminus" else range(t + lo, t + hi + 1)
         q = 1.0
-        for s in span:
-            q *= 1.0 - self._positive(pred, vals, s, pos)
+        for s in got[2]:
+            q *= 1.0 - self._positive(got[0], got[1], s, pos)
         return 1.0 - q
 
     def _positive(self, pred: str, args: tuple, t: Optional[int], pos: set) -> float:

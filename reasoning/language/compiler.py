@@ -170,9 +170,10 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     try:
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
     except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
-        kept = choose(prog, an, mode) if mode == "auto" and "budget" in e.message else kept
+        over = mode == "auto" and "budget" in e.message
+        kept = choose(prog, an, mode) if over else kept
         if not kept:
-            note = blocked_note(prog, an) if mode == "auto" and "budget" in e.message else ""
+            note = blocked_note(prog, an) if over else ""
             if note:
                 raise ProgramError(e.message + note, e.span, e.source) from None
             raise

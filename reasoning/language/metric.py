@@ -158,6 +158,17 @@ def lifted_window(pred: str) -> Optional[tuple[str, int, int]]:
     return None if m is None else (m.group(1), int(m.group(2)), int(m.group(3)))
 
 
+def window_ticks(op: str, lo: int, hi: int, t: int) -> range:
+    """The ticks a diamond `op[lo,hi]` at reference time t looks at: [t−hi, t−lo] back,
+    [t+lo, t+hi] forward."""
+    return range(t - hi, t - lo + 1) if op == "Diamondminus" else range(t + lo, t + hi + 1)
+
+
+def window_bounds(op: str, t: int, first: int, last: int) -> tuple[int, int]:
+    """The inverse of window_ticks: (lo, hi) of the diamond at t looking at first..last."""
+    return (t - last, t - first) if op == "Diamondminus" else (first - t, last - t)
+
+
 def aux_names(pred: str) -> Optional[tuple[str, ...]]:
     """The variable names of an auxiliary predicate's arguments (time last)."""
     return _NAMES.get(pred)

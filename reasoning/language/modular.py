@@ -32,9 +32,14 @@ def eligible(prog: Program, an: Analysis) -> set[str]:
     """IDB predicates that may be derived literals (see the module's docstring)."""
     if not an.nonrecursive:
         return set()
+    return _positive_idb(prog, an) - multi_temporal(prog, an)
+
+
+def _positive_idb(prog: Program, an: Analysis) -> set[str]:
+    """The IDB predicates of positive body literals, neither periodic nor rigid."""
     return {l.atom.pred for r in prog.rules for l in r.body
             if l.positive and l.atom.pred in an.idb and l.atom.pred not in an.periodic
-            and l.atom.pred not in prog.rigid} - multi_temporal(prog, an)
+            and l.atom.pred not in prog.rigid}
 
 
 def blocked_note(prog: Program, an: Analysis) -> str:
@@ -42,9 +47,7 @@ def blocked_note(prog: Program, an: Analysis) -> str:
     IDB literals, where rules of two time variables are the reason ("" otherwise)."""
     if not an.nonrecursive or not an.multi_temporal_rules:
         return ""
-    would = {l.atom.pred for r in prog.rules for l in r.body
-             if l.positive and l.atom.pred in an.idb and l.atom.pred not in an.periodic
-             and l.atom.pred not in prog.rigid}
+    would = _positive_idb(prog, an)
     if not would or eligible(prog, an):
         return ""
     r = prog.rules[an.multi_temporal_rules[0]]

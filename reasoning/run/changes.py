@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 
+from reasoning.language.metric import window_ticks
 from reasoning.native import kernels
 from reasoning.semantics.explain import DEFINITE
 from reasoning.semantics.keyed import KeyedLines
@@ -41,7 +42,7 @@ def relative_narrowed(body: str, tau: int) -> str:
 
     def rel(m) -> str:
         a, b, t = int(m[3]), int(m[4]), int(m[6])
-        first = t - b if m[2] == "Diamondminus" else t + a
+        first = window_ticks(m[2], a, b, t).start
         if first - tau > 1:
             return m[0]
         pair = f"{a},~{first - tau}" if m[2] == "Diamondminus" else f"~{first - tau},{b}"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from reasoning.semantics.answer import Answer
 from reasoning.semantics.exact import printed_floors
-from reasoning.language.metric import lifted_window
+from reasoning.language.metric import lifted_window, window_bounds, window_ticks
 from reasoning.language.periodic import TimeDomain
 from reasoning.language.syntax import Const
 from reasoning.semantics.regions import cover_of
@@ -216,20 +216,16 @@ class Explainer:
         w = None
         if ground and t > eng.tau:  # read ahead of its answers' creation
             w = self._window(lp.pred, t) if win else None
-            if w:
-                op, _, _, a2, b2 = w
-                ticks.update(range(t - b2, t - a2 + 1) if op == "Diamondminus" else
-                             range(t + a2, t + b2 + 1))
-            elif w is None:
+            if w is not None:
+                ticks.update(w)
+            else:
                 for l in eng.future_ways(lp.pred, args, t):
                     take(l)
         if ticks:
             lo_s, hi_s = min(ticks), max(ticks)
             if hi_s - lo_s + 1 == len(ticks):
                 op, lo, hi = win
-                ways.add(_window_way(text, op, lo, hi, *((t - hi_s, t - lo_s)
-                                                         if op == "Diamondminus" else
-                                                         (lo_s - t, hi_s - t))))
+                ways.add(_window_way(text, op, lo, hi, *window_bounds(op, t, lo_s, hi_s)))
             else:  # (not one run: each tick its way)
                 if w:
                     singles.extend(eng.future_ways(lp.pred, args, t))
@@ -243,38 +239,28 @@ class Explainer:
             w = self._lifted_memo[pred] = lifted_window(pred)
         return w
 
-    def _window(self, pred: str, t: int):
-        """For a lifted diamond (metric.py) read ahead at head time t: its window's ticks
-        still open for every argument alike, (op, lo, hi, a2, b2), or () if none is — one
-        way instead of one per tick of it (Engine.future_ways); None where the ticks may
-        differ by the arguments (per-instance delays) or are not one run: then
-        future_ways, answer by answer.  (A fact arrived in the window makes the atom
-        definite: it is evidence then, not a hypothesis whose ways are printed.)"""
+    def _window(self, pred: str, t: int) -> Optional[set]:
+        """For a lifted diamond (metric.py) read ahead at head time t: the ticks of its
+        window step 2 will still wait on, for every argument alike (empty if none) —
+        _ways_of narrows the window to them instead of one way per tick
+        (Engine.future_ways); None where they may differ by the arguments (per-instance
+        delays) or the templates are not one operand each: then future_ways, answer by
+        answer.  (A fact arrived in the window makes the atom definite: it is evidence
+        then, not a hypothesis whose ways are printed.)"""
         key = (pred, t)
         if key in self._windows:
             return self._windows[key]
-        w = self._lifted(pred)
-        if w is not None:
-            times = []
-            for tp, past, per_instance in self.eng.future_templates(pred, t):
-                o = tp.lits[0]
-                if per_instance or len(tp.lits) != 1 or tp.der or not tp.pos or \
-                        tp.nogoods or o.tvar != tp.head.tvar or o.tvar is None:
-                    w = None
-                    break
-                times.append(t - tp.head.toff + o.toff)
-            if w is not None and times:
-                lo_t, hi_t = min(times), max(times)
-                if hi_t - lo_t + 1 != len(set(times)):
-                    w = None
-                else:
-                    op, lo, hi = w
-                    w = (op, lo, hi, *((t - hi_t, t - lo_t) if op == "Diamondminus"
-                                       else (lo_t - t, hi_t - t)))
-            elif w is not None:
-                w = ()
-        self._windows[key] = w
-        return w
+        ticks: Optional[set] = set() if self._lifted(pred) is not None else None
+        for tp, _, per_instance in self.eng.future_templates(pred, t) if ticks is not None \
+                else ():
+            o = tp.lits[0]
+            if per_instance or len(tp.lits) != 1 or tp.der or not tp.pos or \
+                    tp.nogoods or o.tvar != tp.head.tvar or o.tvar is None:
+                ticks = None
+                break
+            ticks.add(t - tp.head.toff + o.toff)
+        self._windows[key] = ticks
+        return ticks
 
     def _way_of(self, l: Answer, args: Optional[tuple] = None, t: Optional[int] = None
                 ) -> tuple:
