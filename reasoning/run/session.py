@@ -9,6 +9,11 @@ either executor (tests/test_columnar.py checks they print the same bytes).
 from __future__ import annotations
 
 import json
+
+try:  # (answers_at's sort keys; json's where it is absent)
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None
 from typing import Optional
 
 from reasoning.language.compiler import CompiledProgram
@@ -104,27 +109,24 @@ def answers_at(ex: Explainer, tick: int, answers, all_queries: bool, include_pen
                 out.append(ex.render(a, tick, g))
         else:
             out.append(ex.render(a, tick))
-    uniq = {_canonical(o, cache): o for cache in [{}] for o in out}
+    uniq = {sorted_json(o): o for o in out}
     main = str(eng.cp.main.atom)
     return [uniq[k] for k in sorted(uniq, key=lambda k: (uniq[k]["query"] != main, k))]
 
 
-def _canonical(o: dict, cache: dict) -> str:
-    """json.dumps(o, sort_keys=True): an answer's `derived` part (modular evaluation: the
-    same lists for every answer waiting on the same atoms, often most of the text) is
-    serialised once per distinct part, and put where sort_keys puts it (after
-    "deadline", before "evidence")."""
-    der = o.get("derived")
-    if not der:
-        return json.dumps(o, sort_keys=True, ensure_ascii=False)
-    key = tuple((k, id(v)) for k, v in der.items())
-    dj = cache.get(key)
-    if dj is None:
-        dj = cache[key] = json.dumps(der, sort_keys=True, ensure_ascii=False)
-    rest = json.dumps({k: v for k, v in o.items() if k != "derived"}, sort_keys=True,
-                      ensure_ascii=False)
-    at = rest.index(', "evidence": ')
-    return f'{rest[:at]}, "derived": {dj}{rest[at:]}'
+def sorted_json(o: dict) -> bytes:
+    """An answer object's sort key: json.dumps(o, sort_keys=True) without spaces, as UTF-8
+    (orjson's; json's where orjson refuses a value — an integer past 64 bits, a lone
+    surrogate).  The spaces json.dumps puts after every `,` and `:` between items
+    change no comparison, so the order is json.dumps(o, sort_keys=True)'s, which the
+    columnar renderer sorts by (render/)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(o, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # (orjson.JSONEncodeError is one)
+            pass
+    return json.dumps(o, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")
 
 
 class Session:

@@ -75,6 +75,8 @@ class Explainer:
         self._memo: dict[Answer, Optional[int]] = {}
         self._ways: dict = {}  # (pred, ground args, t) -> (the atom, its ways) this tick
         self._windows: dict = {}  # (lifted diamond, head time) -> its open ticks (_window)
+        self._shared_memo: dict = {}  # (lifted diamond, head time) -> _shared
+        self._narrowed_memo: dict = {}  # (lifted diamond, head time) -> _narrowed
         self._lifted_memo: dict = {}  # pred -> metric.lifted_window(pred)
         # a ground derived atom -> its text, this tick's and the previous tick's (as _lits)
         self._atoms: dict = {}
@@ -89,6 +91,8 @@ class Explainer:
         self._memo = {}
         self._ways = {}
         self._windows = {}
+        self._shared_memo = {}
+        self._narrowed_memo = {}
         self._way = {}
         self._lits_before, self._lits = self._lits, {}
         self._atoms_before, self._atoms = self._atoms, {}
@@ -184,7 +188,7 @@ class Explainer:
                         self._atoms[key] = text
                 ways = self._ways_of(lp, b, args, t, text)
                 got = (text, [{"evidence": list(ev), "hypotheses": list(hy)}
-                              for ev, hy in sorted(ways)])
+                              for ev, hy in (sorted(ways) if len(ways) > 1 else ways)])
                 if key is not None:
                     self._ways[key] = got
             out[got[0]] = got[1]  # (shared: readers only serialise it)
@@ -199,6 +203,10 @@ class Explainer:
         eng = self.eng
         ground = None not in args
         win = self._lifted(lp.pred) if self.narrow and ground else None
+        if win is not None and t > eng.tau and (lp.pred, args, t) not in eng.head_ground:
+            nw = self._narrowed(lp.pred, t)
+            if nw is not None:  # (the usual case: the same window for every atom at t)
+                return {((), (nw[1] + text[nw[0]:],))}
         ways, ticks, singles = set(), set(), []
 
         def take(l: Answer) -> None:
@@ -209,7 +217,16 @@ class Explainer:
                 ticks.add(s)
                 singles.append(l)
 
-        for l in eng._L_for(lp.pred, t, args):
+        shared = self._shared(lp.pred, t) if win else None
+        if shared is None:
+            L = eng._L_for(lp.pred, t, args)
+        else:  # the answers with an open head, once per (predicate, head time); then the
+            # atom's own (ground heads)
+            ticks.update(shared[0])
+            singles.extend(shared[1])
+            ways.update(self._way_of(l, args, t) for l in shared[2])
+            L = eng.head_ground.get((lp.pred, args, t), ())
+        for l in L:
             lt = eng.templates[l.tid]
             if cover_of(lp, b, lt.head, l.b, l.ng, approx_full=True) is not None:
                 take(l)
@@ -231,6 +248,59 @@ class Explainer:
                     singles.extend(eng.future_ways(lp.pred, args, t))
                 ways.update(self._way_of(l, args, t) for l in singles)
         return ways
+
+    def _shared(self, pred: str, t: int) -> Optional[tuple]:
+        """_ways_of's part that is the same for every ground atom of a lifted diamond at
+        head time t, once a tick: (operand ticks, their answers, the other answers) of the
+        answers at t whose head arguments are distinct unbound variables without nogoods —
+        each covers every atom; None where an answer's head is not so (its time unbound, a
+        constant, a nogood): then each atom looks at every answer (_L_for)."""
+        key = (pred, t)
+        got = self._shared_memo.get(key, False)
+        if got is not False:
+            return got
+        eng = self.eng
+        got = None
+        if (pred, None) not in eng.head_schematic:
+            ticks: set = set()
+            singles: list = []
+            others: list = []
+            for l in eng.head_schematic.get((pred, t), ()):
+                lt = eng.templates[l.tid]
+                if l.ng or not _open_head(lt.head, l.b):
+                    break
+                s = _operand_tick(lt, l.b, t) if not l.ev else None
+                if s is None:
+                    others.append(l)
+                else:
+                    ticks.add(s)
+                    singles.append(l)
+            else:
+                got = (ticks, singles, others)
+        self._shared_memo[key] = got
+        return got
+
+    def _narrowed(self, pred: str, t: int) -> Optional[tuple]:
+        """For a lifted diamond read ahead at head time t whose answers at t all cover every
+        atom and wait for nothing but the operand (_shared) — as when step 2 has not
+        created them —: (the length of its printed operator, the operator narrowed to the
+        open ticks) — every ground atom's one way, its text with that operator; None
+        where _ways_of must look (no run of ticks, other ways)."""
+        key = (pred, t)
+        got = self._narrowed_memo.get(key, False)
+        if got is not False:
+            return got
+        got = None
+        shared = self._shared(pred, t)
+        w = self._window(pred, t)
+        if shared is not None and not shared[2] and w is not None:
+            ticks = shared[0] | w
+            if ticks and max(ticks) - min(ticks) + 1 == len(ticks):
+                op, lo, hi = self._lifted(pred)
+                a2, b2 = window_bounds(op, t, min(ticks), max(ticks))
+                got = (len(f"{op}[{lo},{hi}] "), f"{op}[{a2},{b2}] ")
+        self._narrowed_memo[key] = got
+        return got
 
     def _lifted(self, pred: str):
         """metric.lifted_window(pred), once per predicate."""
@@ -308,6 +378,12 @@ def _operand_tick(lt, lb: tuple, t: int) -> Optional[int]:
             return None
         v = t - lt.head.toff
     return v + o.toff
+
+
+def _open_head(head, b: tuple) -> bool:
+    """Every argument of the head is a variable unbound in b, no two the same."""
+    xs = [x for isvar, x in head.args if isvar and b[x] is None]
+    return len(xs) == len(head.args) and len(set(xs)) == len(xs)
 
 
 def _window_way(text: str, op: str, lo: int, hi: int, a2: int, b2: int) -> tuple:
@@ -433,10 +509,13 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
     renderer's rows with nogoods; split: the nogoods as exclusions_of takes them, instead
     of ng; lits: printed_literals, if known)."""
     ev, hy = printed_literals(tp, a, b) if lits is None else lits
-    excluded, combos = exclusions(tp, ng) if split is None else exclusions_of(tp, *split)
+    if split is None:
+        excluded, combos = exclusions(tp, ng) if ng else ({}, [])
+    else:
+        excluded, combos = exclusions_of(tp, *split)
     out: dict[str, Any] = {
         "tick": tick,
-        "query": str(tp.query.atom),
+        "query": _query_text(tp),
         "status": st,
         "substitution": tp.answer(b),
         "excluded": excluded,
@@ -451,10 +530,23 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
         if fl:
             name_of = printed_name(tp)
             out["time_from"] = {name_of(v): f for v, f in sorted(fl.items())}
-    per = periodic_constraints(tp, b)
+    per = periodic_constraints(tp, b) if tp.periodic else None
     if per:
         out["periodic"] = per
     return out
+
+
+_QUERY_TEXT: dict = {}
+
+
+def _query_text(tp) -> str:
+    """str(tp.query.atom), once per template."""
+    got = _QUERY_TEXT.get(id(tp))
+    if got is None or got[0] is not tp:
+        if len(_QUERY_TEXT) > 4096:  # (templates of programs compiled before)
+            _QUERY_TEXT.clear()
+        got = _QUERY_TEXT[id(tp)] = (tp, str(tp.query.atom))
+    return got[1]
 
 
 def periodic_constraints(tp, b: tuple) -> dict:
