@@ -357,7 +357,7 @@ class Session:
             return self.renderer.lines(self.rep.frames, self.tau, all_queries,
                                        include_pending, with_keys=True)
         return KeyedLines.from_objects(self.objects(all_queries, include_pending, False),
-                                       str(self.cp.main.atom))
+                                       str(self.cp.main.atom), ordered=True)
 
     # ------------------------------------------------------------------ views (tests)
     @property

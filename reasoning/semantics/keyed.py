@@ -11,7 +11,7 @@ COLUMNS = ("grp", "skey", "line", "akey", "status")
 @dataclass(frozen=True)
 class KeyedLines:
     """Rows (grp: 0 for the main query else 1, skey: the line's sort key — its object as
-    json.dumps(sort_keys=True) —, line, akey: explain.answer_key's text, status), one list a
+    json.dumps(sort_keys=True), or its position where the rows came in printing order —, line, akey: explain.answer_key's text, status), one list a
     column, of the tick whose `"tick": τ` the lines and sort keys carry."""
 
     grp: list
@@ -42,15 +42,19 @@ class KeyedLines:
         return cls(*(rows.get_column(c).to_list() for c in COLUMNS))
 
     @classmethod
-    def from_objects(cls, objs: list, main_q: str, line=None) -> "KeyedLines":
+    def from_objects(cls, objs: list, main_q: str, line=None, ordered: bool = False
+                     ) -> "KeyedLines":
         """The rows of answer objects (explain.py's), main_q the main query's text; line(o)
-        the printed line (default json.dumps)."""
+        the printed line (default json.dumps); ordered: the objects are distinct and in
+        printing order already (session.answers_at's), so a row's sort key is its
+        position."""
         import json
 
         from reasoning.semantics.explain import answer_key_text
 
         dumps = json.dumps
         return cls([0 if o["query"] == main_q else 1 for o in objs],
+                   list(range(len(objs))) if ordered else
                    [dumps(o, sort_keys=True, ensure_ascii=False) for o in objs],
                    [line(o) if line is not None else dumps(o, ensure_ascii=False)
                     for o in objs],
