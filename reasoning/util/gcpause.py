@@ -14,7 +14,11 @@ it (gc.get_freeze_count: ~15 ns an object on CPython 3.11, 30 ms at 2 · 10⁶),
 counted only when an O(1) estimate of its growth since the last count (the collector's
 young-generation allocation count and the older generations' sizes at each freeze: an
 over-estimate under churn) could have reached the bound, or a quarter of the last count —
-each walk is then paid for by as many allocations as it visits objects."""
+each walk is then paid for by as many allocations as it visits objects.  Under churn (the
+count finds the heap no larger: what was frozen died since — the row engine's answers,
+`hypo run`'s lines) that share doubles at each count, up to the whole last count (a third
+of the walks on a window program's run, whose freezes overestimated by 10×); growth brings
+it back to a quarter, so a heap that grows is overshot by at most one such share."""
 from __future__ import annotations
 
 import contextlib
@@ -28,6 +32,8 @@ _base = -1  # the permanent generation's size after the last full collection (-1
 _counted = 0  # its size at the last count
 _grown = 0  # the estimated objects frozen since that count
 _blind = 0  # freezes since that count whose estimate missed the older generations
+SHARE = 4  # a count once the estimate reaches a 1/SHARE of the heap counted last (at most)
+_share = SHARE  # … a 1/_share: halved down to 1 while counts find no growth (churn)
 BLIND_MAX = 64  # freezes between two counts at the most, while other threads run
 stats = {"counts": 0, "collections": 0}  # (read by tests and bench/memory.py)
 
@@ -51,7 +57,7 @@ def frozen_survivors():
 
 def _freeze() -> None:
     """gc.freeze, and a full collection of the permanent generation if it has doubled."""
-    global _base, _counted, _grown, _blind
+    global _base, _counted, _grown, _blind, _share
     with _lock:
         # what this freeze moves: the young generation's allocations (net of frees) since the
         # last collection or freeze, and the objects collections moved to the older ones
@@ -77,10 +83,14 @@ def _freeze() -> None:
             return
         _grown += est
         limit = 2 * _base + FLOOR
-        if _grown < max(limit - _counted, (_counted + FLOOR) // 4) and _blind < BLIND_MAX:
+        if _grown < max(limit - _counted, (_counted + FLOOR) // _share) and _blind < BLIND_MAX:
             return
-        _counted, _grown, _blind = gc.get_freeze_count(), 0, 0
+        before, _counted, _grown, _blind = _counted, gc.get_freeze_count(), 0, 0
         stats["counts"] += 1
+        # churn (what was frozen died since; the heap grew by under a sixteenth): the next
+        # count waits for twice the estimate, up to the heap's size; more growth brings it
+        # back to a quarter
+        _share = max(_share // 2, 1) if _counted <= before + before // 16 else SHARE
         if _counted > limit:
             collect_frozen()
 
@@ -88,10 +98,11 @@ def _freeze() -> None:
 def collect_frozen() -> None:
     """Collect the permanent generation's garbage (cycles frozen after they became garbage)
     and freeze the survivors again: a full collection, O(the tracked heap)."""
-    global _base, _counted, _grown, _blind
+    global _base, _counted, _grown, _blind, _share
     gc.unfreeze()
     gc.collect()
     gc.freeze()
     _base = _counted = gc.get_freeze_count()
     _grown = _blind = 0
+    _share = SHARE
     stats["collections"] += 1
