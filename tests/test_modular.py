@@ -402,9 +402,17 @@ def test_a_lifted_window_read_ahead_shows_its_open_ticks():
         {"evidence": [], "hypotheses": ["Diamondminus[0,6] C(a, 10)"]}]}
     assert got[32]["Diamondminus[0,30] A(a, 32)"] == [
         {"evidence": [], "hypotheses": ["Diamondminus[0,28] A(a, 32)"]}]
+    for cp, stream in _lifted_programs():
+        _same_ways_narrowed_and_one_by_one(cp, stream, 45)
+
+
+def _lifted_programs() -> list:
+    """Six programs of three lifted diamonds (Diamondminus, Diamondplus; delays 0, 1, 2),
+    each with a random stream of 40 ticks (late facts where there are delays)."""
     import random
 
     rnd = random.Random(4)
+    out = []
     for delays in ("", "#delay C = 1.\n", "#delay A = 2.\n#delay C = 1.\n"):
         for op in ("Diamondminus", "Diamondplus"):
             text = (f"#query P(X, T).\n{delays}P(X, T) :- {op}[0,30] A(X, T), {op}[0,30] "
@@ -416,7 +424,23 @@ def test_a_lifted_window_read_ahead_shows_its_open_ticks():
                         if rnd.random() < 0.06:
                             stream.setdefault(t + rnd.randint(0, 1 if delays else 0),
                                               []).append(Fact(e, (c,), t))
-            _same_ways_narrowed_and_one_by_one(compile_program(text, "w.tdl"), stream, 45)
+            out.append((compile_program(text, "w.tdl"), stream))
+    return out
+
+
+def test_a_lifted_windows_ways_computed_once_per_head_time_print_as_atom_by_atom():
+    """Explainer._shared and _narrowed (what every ground atom of a lifted diamond at one
+    head time shares, computed once a tick) print every tick's lines exactly as each atom
+    looking at every answer (_L_for, Engine.future_ways) does."""
+    for cp, stream in _lifted_programs():
+        memo, each = Session(cp, engine="row"), Session(cp, engine="row")
+        each.ex._shared = each.ex._narrowed = lambda pred, t: None
+        for tau in range(45):
+            got = []
+            for sess in (memo, each):
+                sess.step(stream.get(tau, []), tau)
+                got.append(sess.lines(True, True))
+            assert got[0] == got[1], tau
 
 
 def _same_ways_narrowed_and_one_by_one(cp, stream: dict, until: int) -> None:
