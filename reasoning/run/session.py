@@ -9,12 +9,12 @@ either executor (tests/test_columnar.py checks they print the same bytes).
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 try:  # (answers_at's sort keys; json's where it is absent)
     import orjson
 except ImportError:  # pragma: no cover
     orjson = None
-from typing import Optional
 
 from reasoning.language.compiler import CompiledProgram
 from reasoning.row.engine import Engine

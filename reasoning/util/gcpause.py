@@ -15,9 +15,9 @@ counted only when an O(1) estimate of its growth since the last count (the colle
 young-generation allocation count and the older generations' sizes at each freeze: an
 over-estimate under churn) could have reached the bound, or a quarter of the last count —
 each walk is then paid for by as many allocations as it visits objects.  Under churn (the
-count finds the heap no larger: what was frozen died since — the row engine's answers,
-`hypo run`'s lines) that share doubles at each count, up to the whole last count (a third
-of the walks on a window program's run, whose freezes overestimated by 10×); growth brings
+count finds the heap grown by less than a sixteenth: what was frozen died since — the row
+engine's answers, `hypo run`'s lines) that share doubles at each count, up to the whole
+last count (23 walks instead of 62 in a window program's `hypo run`); more growth brings
 it back to a quarter, so a heap that grows is overshot by at most one such share."""
 from __future__ import annotations
 
