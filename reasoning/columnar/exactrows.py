@@ -61,36 +61,43 @@ class ExactPass:
     def drop_answered(self) -> None:
         """Answers with evidence, not definite, whose ground head is a remembered definite
         head (minimality of H): an anti-join with the remembered heads (one frame per head
-        predicate, built only when some partition has such answers)."""
+        predicate, built only when some partition has such answers) of the rows whose head
+        time is within the remembered heads' times (most often none: `w1` never had one)."""
         eng = self.eng
         B = eng.B
         ans = eng.answered
         frames: dict = {}
+        mems: dict = {}
         for k, tp in enumerate(eng.templates):
             h = tp.head
             if h.pred not in ans.horizons or len(tp.lits) < 2:
                 continue
+            mem = mems.get(h.pred)
+            if mem is None:
+                mem = mems[h.pred] = ans.of(h.pred)
+            if not mem:
+                continue  # nothing remembered of this predicate
             need = {x for isvar, x in h.args if isvar} | (
                 {h.tvar} if h.tvar is not None else set())
             full = eng.layouts[k].full_mask
             n = len(h.args)
             sch = {f"_h{i}": OBJ for i in range(n)}
             sch["_ht"] = INT
+            lo, hi = min(t for _, t in mem), max(t for _, t in mem)
             for P, A in list(eng.S[k].items()):
                 if not need <= P or B.is_empty(A):
                     continue
-                cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT))
+                ht = eng._texpr(h)
+                cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)) & \
+                    (ht >= B.lit(lo, INT)) & (ht <= B.lit(hi, INT))
                 C = B.filter(A, cand)
                 if B.is_empty(C):
                     continue
                 M = frames.get(h.pred)
                 if M is None:
-                    mem = ans.of(h.pred)
                     M = frames[h.pred] = B.from_rows(
                         [{**{f"_h{i}": a[i] for i in range(n)}, "_ht": t} for a, t in mem],
-                        sch) if mem else False
-                if M is False:
-                    break  # nothing remembered of this predicate
+                        sch)
                 items = {f"_h{i}": (B.col(vcol(x)) if isvar else B.lit(x, OBJ))
                          for i, (isvar, x) in enumerate(h.args)}
                 items["_ht"] = eng._texpr(h)
