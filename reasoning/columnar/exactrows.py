@@ -84,10 +84,10 @@ class ExactPass:
             sch = {f"_h{i}": OBJ for i in range(n)}
             sch["_ht"] = INT
             lo, hi = min(t for _, t in mem), max(t for _, t in mem)
+            ht = eng._texpr(h)
             for P, A in list(eng.S[k].items()):
                 if not need <= P or B.is_empty(A):
                     continue
-                ht = eng._texpr(h)
                 cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)) & \
                     (ht >= B.lit(lo, INT)) & (ht <= B.lit(hi, INT))
                 C = B.filter(A, cand)
@@ -100,7 +100,7 @@ class ExactPass:
                         sch)
                 items = {f"_h{i}": (B.col(vcol(x)) if isvar else B.lit(x, OBJ))
                          for i, (isvar, x) in enumerate(h.args)}
-                items["_ht"] = eng._texpr(h)
+                items["_ht"] = ht
                 rest = B.join(B.with_columns(C, items), M, list(sch), list(sch), how="anti")
                 eng.S[k][P] = B.materialize(B.concat([B.filter(A, ~cand),
                                                       B.drop(rest, list(sch))]))

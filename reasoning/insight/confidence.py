@@ -41,15 +41,12 @@ import re
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from reasoning.language.metric import window_ticks
+from reasoning.language.metric import parse_window, window_ticks
 
 PRIOR_A = 0.5  # P(arrives) before any expected atom was decided
 PRIOR_WEIGHT = 2.0  # pseudo-observations (Laplace): 1 success, 1 failure at the prior
 
 
-# a lifted diamond narrowed to its open ticks, as a derived atom's way prints it
-# (explain.py _window_way): not an atom of the program
-_NARROWED = re.compile(r"(Diamondminus|Diamondplus)\[([0-9]+),([0-9]+)\] (.*)")
 _SIMPLE = re.compile(r"(not )?([A-Za-z_]\w*)\(((?:[A-Za-z_0-9-]\w*, )*)(-?\d+)\)")
 
 
@@ -379,17 +376,17 @@ class Confidence:
     def _narrowed(self, w):
         """A narrowed window's EDB operand: (pred, ground args, the window's ticks), None
         if the operand is no ground EDB atom."""
-        neg, pred, args, t = parse_hyp(w.group(4))
+        op, lo, hi, operand = w
+        neg, pred, args, t = parse_hyp(operand)
         if pred not in self.model.edb or t is None or any(v for v, _ in args):
             return None
-        return pred, tuple(x for _, x in args), window_ticks(
-            w.group(1), int(w.group(2)), int(w.group(3)), t)
+        return pred, tuple(x for _, x in args), window_ticks(op, lo, hi, t)
 
     def _expect(self, h: str, tau: int) -> None:
         """A printed hypothesis' ground positive EDB atoms are expected (a narrowed window:
         each instance of its operand in it)."""
-        w = _NARROWED.fullmatch(h)
-        if w is not None:
+        w = parse_window(h)  # (a lifted diamond narrowed to its open ticks, as a derived
+        if w is not None:  # atom's way prints it: not an atom of the program)
             got = self._narrowed(w)
             for s in got[2] if got is not None else ():
                 self.model.expect(got[0], got[1], s, tau)
@@ -428,7 +425,7 @@ class Confidence:
         derived = obj.get("derived", {})
         pos = set()
         for h in obj["hypotheses"]:
-            if h in derived or _NARROWED.fullmatch(h):
+            if h in derived or parse_window(h):
                 continue
             neg, pred, args, t = parse_hyp(h)
             if not neg and t is not None:
@@ -440,7 +437,7 @@ class Confidence:
                 if c == 0.0:
                     break
                 continue
-            w = _NARROWED.fullmatch(h)
+            w = parse_window(h)
             if w is not None:  # a lifted diamond's open ticks: some operand instance arrives
                 c *= self._window(w, pos)
                 continue

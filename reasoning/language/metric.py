@@ -145,7 +145,21 @@ def parse_aux(text: str) -> Optional[tuple[str, tuple[str, ...], str]]:
     return None
 
 
-_WINDOW = re.compile(r"(Diamondminus|Diamondplus)\[([0-9]+),([0-9]+)\] ")
+WINDOW_OPS = "Diamondminus|Diamondplus"  # the diamonds a rule's window may be lifted from
+_WINDOW = re.compile(rf"({WINDOW_OPS})\[([0-9]+),([0-9]+)\] ")
+
+
+def window_prefix(op: str, lo: int, hi: int) -> str:
+    """A diamond as printed before its operand: `Diamondminus[0,30] `."""
+    return f"{op}[{lo},{hi}] "
+
+
+def parse_window(text: str) -> Optional[tuple[str, int, int, str]]:
+    """(operator, lo, hi, the operand's text) of a text that starts with a diamond as
+    window_prefix prints it, None for any other text."""
+    m = _WINDOW.match(text)
+    return None if m is None else (m.group(1), int(m.group(2)), int(m.group(3)),
+                                   text[m.end():])
 
 
 def lifted_window(pred: str) -> Optional[tuple[str, int, int]]:
@@ -154,8 +168,8 @@ def lifted_window(pred: str) -> Optional[tuple[str, int, int]]:
     pieces = _TEMPLATES.get(pred)
     if not pieces or not isinstance(pieces[0], str):
         return None
-    m = _WINDOW.match(pieces[0])
-    return None if m is None else (m.group(1), int(m.group(2)), int(m.group(3)))
+    w = parse_window(pieces[0])
+    return None if w is None else w[:3]
 
 
 def window_ticks(op: str, lo: int, hi: int, t: int) -> range:
@@ -298,7 +312,7 @@ class Translator:
         o = m.operands[0]
         names = list(dict.fromkeys(o.atom.object_variables()))
         ua = replace(o.atom, time=Time(m.reference.var, 0))
-        pieces = (f"{m.op}[{m.lo},{m.hi}] ", *_atom_pieces(ua, {v: i for i, v in
+        pieces = (window_prefix(m.op, m.lo, m.hi), *_atom_pieces(ua, {v: i for i, v in
                                                                 enumerate(names)}))
         return self._define(f"{m.op}{m.lo}_{m.hi}_{o.atom.pred}", pieces, names, m,
                             lambda head: [GenRule(head, (_gen(x, True, o),), aux=True)

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from reasoning.language.metric import window_ticks
+from reasoning.language.metric import WINDOW_OPS, window_ticks
 from reasoning.native import kernels
 from reasoning.semantics.explain import DEFINITE
 from reasoning.semantics.keyed import KeyedLines
@@ -28,7 +28,7 @@ def relative_time_from(body: str, tau: int) -> str:
 
 
 # a lifted diamond's way narrowed to its open ticks (explain.py _window_way), in `derived`
-_NARROWED = re.compile(r'(\{"evidence": \[\], "hypotheses": \["(Diamondminus|Diamondplus)\[)'
+_NARROWED = re.compile(r'(\{"evidence": \[\], "hypotheses": \["(' + WINDOW_OPS + r')\[)'
                        r'(\d+),(\d+)(\] [^"]*, )(-?\d+)(\)"\]\})')
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from reasoning.semantics.answer import Answer
 from reasoning.semantics.exact import printed_floors
-from reasoning.language.metric import lifted_window, window_bounds, window_ticks
+from reasoning.language.metric import lifted_window, window_bounds, window_prefix
 from reasoning.language.periodic import TimeDomain
 from reasoning.language.syntax import Const
 from reasoning.semantics.regions import cover_of
@@ -206,7 +206,7 @@ class Explainer:
         if win is not None and t > eng.tau and (lp.pred, args, t) not in eng.head_ground:
             nw = self._narrowed(lp.pred, t)
             if nw is not None:  # (the usual case: the same window for every atom at t)
-                return {((), (nw[1] + text[nw[0]:],))}
+                return {_window_way(text, nw)}
         ways, ticks, singles = set(), set(), []
 
         def take(l: Answer) -> None:
@@ -239,10 +239,9 @@ class Explainer:
                 for l in eng.future_ways(lp.pred, args, t):
                     take(l)
         if ticks:
-            lo_s, hi_s = min(ticks), max(ticks)
-            if hi_s - lo_s + 1 == len(ticks):
-                op, lo, hi = win
-                ways.add(_window_way(text, op, lo, hi, *window_bounds(op, t, lo_s, hi_s)))
+            nw = _narrowing(win, t, ticks)
+            if nw is not None:
+                ways.add(_window_way(text, nw))
             else:  # (not one run: each tick its way)
                 if w:
                     singles.extend(eng.future_ways(lp.pred, args, t))
@@ -294,11 +293,7 @@ class Explainer:
         shared = self._shared(pred, t)
         w = self._window(pred, t)
         if shared is not None and not shared[2] and w is not None:
-            ticks = shared[0] | w
-            if ticks and max(ticks) - min(ticks) + 1 == len(ticks):
-                op, lo, hi = self._lifted(pred)
-                a2, b2 = window_bounds(op, t, min(ticks), max(ticks))
-                got = (len(f"{op}[{lo},{hi}] "), f"{op}[{a2},{b2}] ")
+            got = _narrowing(self._lifted(pred), t, shared[0] | w)
         self._narrowed_memo[key] = got
         return got
 
@@ -386,11 +381,23 @@ def _open_head(head, b: tuple) -> bool:
     return len(xs) == len(head.args) and len(set(xs)) == len(xs)
 
 
-def _window_way(text: str, op: str, lo: int, hi: int, a2: int, b2: int) -> tuple:
-    """A lifted diamond's atom (`text`, as printed), its window narrowed to [a2, b2]:
-    (evidence, hypotheses) of `Diamondminus[0,15] E1(c16, 125)`."""
-    prefix = f"{op}[{lo},{hi}] "
-    return (), (f"{op}[{a2},{b2}] {text[len(prefix):]}",)
+def _narrowing(win: tuple, t: int, ticks: set) -> Optional[tuple]:
+    """A lifted diamond (win: its operator, lo, hi) at head time t narrowed to the open
+    ticks when they are one run: (the length of its printed operator, the narrowed
+    operator as printed); None when they are not (or none)."""
+    if not ticks:
+        return None
+    first, last = min(ticks), max(ticks)
+    if last - first + 1 != len(ticks):
+        return None
+    op, lo, hi = win
+    return len(window_prefix(op, lo, hi)), window_prefix(op, *window_bounds(op, t, first, last))
+
+
+def _window_way(text: str, nw: tuple) -> tuple:
+    """A lifted diamond's atom (`text`, as printed) with its operator narrowed (nw:
+    _narrowing's): the (evidence, hypotheses) of `Diamondminus[0,15] E1(c16, 125)`."""
+    return (), (nw[1] + text[nw[0]:],)
 
 
 def identity_exclusions(excluded: dict) -> list:
