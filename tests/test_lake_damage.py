@@ -359,8 +359,9 @@ def test_a_deleted_program_json_is_restored_by_init_not_by_removing_the_lake(bas
     assert hypo("lake", "--lake", lake, "tick", "9")[0] == 0
 
 
-@pytest.mark.parametrize("col", ["ev", "template", "kind"])
-def test_nulls_in_a_state_file_are_damage_not_an_old_layout(base, tmp_path, col):
+@pytest.mark.parametrize("col,executor", [("ev", "local"), ("template", "local"),
+                                          ("kind", "local"), ("ev", "row"), ("kind", "row")])
+def test_nulls_in_a_state_file_are_damage_not_an_old_layout(base, tmp_path, col, executor):
     """Issue 44.11: a state file whose size and footer are intact but with nulls where its
     rows' kind needs values passed `verify --deep`; the next tick then computed on (a null
     ev read as no evidence), crashed (a null template) or advised `hypo lake migrate` (no
@@ -389,7 +390,7 @@ def test_nulls_in_a_state_file_are_damage_not_an_old_layout(base, tmp_path, col)
     rc, out, err = hypo("lake", "--lake", lake, "verify", "--deep")
     assert rc == 1 and "(a damaged file)" in out + err and "--from 7 --to 7" in out + err, \
         out + err
-    rc, out, err = hypo("lake", "--lake", lake, "tick", "8")
+    rc, out, err = hypo("lake", "--lake", lake, "tick", "8", "--executor", executor)
     assert rc == 2 and "the state of tick 7 has" in err and "migrate" not in err, err
     assert "hypo lake run --from 7 --to 7" in err and "Traceback" not in err
     assert hypo("lake", "--lake", lake, "run", "--from", "7", "--to", "8")[0] == 0

