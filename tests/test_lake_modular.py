@@ -196,3 +196,26 @@ def test_a_rule_whose_diamonds_multiply_past_the_budget_runs_in_the_lake(tmp_pat
     assert _equal_every_tick(lake, prog, path, 9) > 0
     text = "".join(lake_lines(lake, 9))
     assert "Diamondminus[0,30] " in text and "__" not in text
+
+
+def test_where_a_tick_of_a_modular_program_runs(monkeypatch):
+    """choose_executor for a program under modular evaluation: the row engine always —
+    on the driver for `row`, `local`, and `auto` while the tick fits the driver; in the one
+    task of the partitioned plan's Spark job for `spark`, and `auto` beyond (the relational
+    plan has no such task: the driver)."""
+    from reasoning.language.compiler import compile_program
+    from jobs.tick import job
+
+    cp = compile_program(_branching(12), "b.tdl")
+    assert cp.modular
+
+    def where(executor, rows=100):
+        ctx = job.TickContext(lake=None, tau=0, run="r", cp=cp, executor=executor)
+        return job.choose_executor(ctx, rows, 0)
+
+    monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "1000")
+    assert [where(e) for e in ("row", "local", "spark", "auto")] == [
+        "row", "row", "spark", "row"]
+    assert where("auto", rows=1001) == "spark"
+    monkeypatch.setattr(job, "SPARK_PLAN", "relational")
+    assert [where(e, rows=1001) for e in ("spark", "auto")] == ["row", "row"]

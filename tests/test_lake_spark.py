@@ -342,6 +342,35 @@ def test_a_tick_split_by_the_programs_key_equals_hypo_run(spark, tmp_path, monke
                           what=f"seed {seed}, split in three")
 
 
+def test_a_program_under_modular_evaluation_runs_in_the_spark_jobs_one_task(spark, tmp_path):
+    """Issue 45: a program kept modular (derived literals: only the row engine decides
+    them) on `--executor spark` runs the row engine in the one task of the tick's Spark job
+    — S_τ is held on the cluster, not on the driver — one Spark job a tick; every tick's
+    answers, derived hypotheses included, equal `hypo run`'s."""
+    from tests.test_lake_modular import _write_stream
+    from tests.test_modular import _branching, _branching_stream
+
+    prog = write_program(tmp_path, _branching(12), "b.tdl")
+    stream = _write_stream(str(tmp_path / "s.jsonl"), _branching_stream(12))
+    lake = str(tmp_path / "lake")
+    api.init(lake, prog)
+    assert Lake(lake).program_info["derived"]  # kept modular: refused unfolded
+    api.ingest(lake, None, [stream])
+    until = until_of(prog, stream)
+    got = api.run_range(lake, 0, until - 2, executor="spark")
+    assert [s["counts"]["executor"] for s in got] == ["spark"] * (until - 1)
+    assert all(s["counts"].get("executor_why") for s in got)
+    assert all(s["counts"]["spark_jobs"] == 1 and s["counts"]["spark_tasks"] == 1
+               for s in got), [s["counts"] for s in got]
+    out = _cli("--lake", lake, "run", "--from", str(until - 1), "--to", str(until),
+               "--executor", "spark")
+    assert out.count("spark executor") == 2 and out.count("(derived literals)") == 2, out
+    ref = reference(prog, stream, until)
+    for t in range(until + 1):
+        assert lake_lines(lake, t) == ref[t], f"tick {t}"
+    assert any('"derived"' in x for t in range(until + 1) for x in lake_lines(lake, t))
+
+
 # ------------------------------------------------------------------ reliability
 def test_backfill_gives_the_same_answers_and_tables(turbine, tmp_path):
     lake = copy_lake(turbine["lake"], str(tmp_path / "lake"))

@@ -650,7 +650,10 @@ def test_auto_executor_keeps_the_tick_on_the_driver_while_it_fits(monkeypatch):
     assert pick("local[2]", 10, "spark") == "spark"
     kept = compile_program("#query P(T).\nP(T) :- A(T).\nA(T) :- B(T).\n", "m.tdl",
                            modular="always")  # derived literals: only the row engine
-    assert kept.modular and pick("local[2]", 10, "spark", kept) == "row"
+    # (the row engine: on the driver, or in the Spark job's one task — test_lake_modular)
+    assert kept.modular and pick("local[2]", 10, "local", kept) == "row"
+    assert pick("local[2]", 10, "spark", kept) == "spark"
+    assert pick("local[2]", 10, cp=kept) == "row"
     monkeypatch.setenv("HYPO_LAKE_LOCAL_MAX", "100")
     assert pick("local[2]", 101) == "spark" and pick("local[2]", 100) == "local"
     monkeypatch.delenv("HYPO_LAKE_LOCAL_MAX")

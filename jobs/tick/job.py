@@ -287,6 +287,9 @@ def digest_files(paths: list[str], cols: list[str]) -> tuple[int, str, dict]:
 # facts a tick (3.8 · 10⁶ rows, 1.55 GB over the process's 0.6 GB), 280 B at 10⁷ (3.8 · 10⁷
 # rows, 10.7 GB) with bench/pipeline.py
 LOCAL_BYTES_PER_ROW = 400
+# the row executor's (a program under modular evaluation): measured 8.2 KB a row of S_{τ-1}
+# (9.2 · 10⁴ rows, 0.75 GB over the process's start: bench/windows.py's w3, 1 000 constants)
+ROW_BYTES_PER_ROW = 8_000
 LOCAL_MEMORY_SHARE = 0.8  # of the memory available when the tick starts
 CLUSTER_LOCAL_MAX = 500_000  # rows on the driver where its memory is unknown
 
@@ -298,20 +301,33 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     Spark beyond — on a local master and on a cluster alike: Spark never overtook the driver
     where measured (31-34× slower at 10⁴-10⁵ facts a tick on the 2-worker cluster, 15× at
     10⁶ on local[2]: docs/performance.md); where the memory is unknown, the driver up to
-    CLUSTER_LOCAL_MAX rows.  A program under modular evaluation runs on `row`, whatever
-    was asked: only the row engine decides derived literals (as `hypo run` does)."""
+    CLUSTER_LOCAL_MAX rows.  A program under modular evaluation runs on the row engine,
+    whatever was asked (only it decides derived literals, as in `hypo run`): on the driver
+    (`row`), or — `spark`, or `auto` beyond the driver's memory at ROW_BYTES_PER_ROW — in the
+    one task of the partitioned plan's Spark job (spark_partitioned.py: no partition key
+    with derived literals), so that S_τ is held on the cluster, not the driver; the
+    relational plan has no such task: `row`."""
     if ctx.cp.modular:
-        return "row"
+        if SPARK_PLAN != "partitioned" or ctx.executor in ("row", "local"):
+            return "row"
+        if ctx.executor == "spark":
+            return "spark"
+        return "row" if _fits_driver(prev_rows + fact_rows, ROW_BYTES_PER_ROW) else "spark"
     if ctx.executor != "auto":
         return ctx.executor
-    rows = prev_rows + fact_rows
+    return "local" if _fits_driver(prev_rows + fact_rows, LOCAL_BYTES_PER_ROW) else "spark"
+
+
+def _fits_driver(rows: int, per_row: int) -> bool:
+    """auto's test: HYPO_LAKE_LOCAL_MAX rows if set, else the estimated peak within
+    LOCAL_MEMORY_SHARE of the memory available, else CLUSTER_LOCAL_MAX rows."""
     env = os.environ.get("HYPO_LAKE_LOCAL_MAX")
     if env:
-        return "local" if rows <= int(env) else "spark"
+        return rows <= int(env)
     avail = resources.available_memory()
     if avail is not None:
-        return "local" if rows * LOCAL_BYTES_PER_ROW <= LOCAL_MEMORY_SHARE * avail else "spark"
-    return "local" if rows <= CLUSTER_LOCAL_MAX else "spark"
+        return rows * per_row <= LOCAL_MEMORY_SHARE * avail
+    return rows <= CLUSTER_LOCAL_MAX
 
 
 def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_files: list[str],

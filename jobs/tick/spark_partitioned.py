@@ -244,8 +244,11 @@ def _task(i: int, spec: dict) -> bytes:
 
         os.environ.pop("HYPO_LAKE_FAULT", None)  # (the driver injects the tick's faults)
         cp = _program(spec["h"], spec["blob"])
-        ctx = spec["context"](Lake(spec["lake"]), spec["tau"], spec["run"], cp, "local")
-        ctx.used, ctx.input_rows = "local", spec["rows"]
+        # (a program under modular evaluation: the row engine — it has no partition key, so
+        # its tick is this one task)
+        used = "row" if cp.modular else "local"
+        ctx = spec["context"](Lake(spec["lake"]), spec["tau"], spec["run"], cp, used)
+        ctx.used, ctx.input_rows = used, spec["rows"]
         share = Share(i, spec["n"], spec["key"]) if spec["key"] is not None else None
         tm = resources.Timer()
         out = spec["compute"](lambda: None, ctx, spec["prev"], spec["facts"],
