@@ -59,7 +59,8 @@ def test_kept_and_unfolded_give_the_same_definite_answers_at_every_tick(negation
     """Random nonrecursive programs (delays, per-instance δ, rigid atoms, negation): with
     every IDB literal kept as a derived hypothesis, the definite answers known at each tick
     are those of the unfolded program (an answer a second derivation makes definite again
-    is printed once, not again).  On `columnar` the session runs the row engine for them.
+    is printed once, not again).  On `columnar` the columnar executor decides them
+    (columnar/step3_derived.py).
 
     With negation a kept literal can be decided later than unfolded, never earlier: where
     unfolding sees that the literal's rules contradict its caller's other literals (`P(X,
@@ -91,6 +92,55 @@ def test_kept_and_unfolded_give_the_same_definite_answers_at_every_tick(negation
     # (most generated programs have a positive IDB literal; with two time variables in
     # some rules, about one in eight keeps one)
     assert kept[0] > (10 if not multi_time else 2), kept
+
+
+@pytest.mark.parametrize("multi_time", [False, True], ids=["one_time", "multi_time"])
+def test_the_columnar_executor_decides_derived_literals_as_the_row_engine_does(multi_time):
+    """Random programs (negation, delays, per-instance δ, rigid atoms, two time variables)
+    with every IDB literal it can keep kept derived: `--engine columnar` (step 3 node by
+    node, derived literals decided on the row engine's functions, callers seeded by
+    definite derived atoms, step 2 read ahead: columnar/step3_derived.py) prints at every
+    tick what the row engine prints, every query's answers, pending included."""
+    kept = [0]
+
+    @settings(SETTINGS, max_examples=budget(450, "columnar"))
+    @given(cases(negation=True, multi_time=multi_time))
+    def check(case):
+        cp = compile_program(case.text, "<gen>", modular="always")
+        if not cp.modular:
+            return
+        kept[0] += 1
+        row, col = Session(cp, engine="row"), Session(cp, engine="columnar")
+        assert col.executor == "columnar"
+        for tau in range(_until(case) + 1):
+            facts = case.stream.get(tau, [])
+            row.step(facts, tau)
+            col.step(facts, tau)
+            assert col.lines(True, True) == row.lines(True, True), (case.text, tau)
+
+    check()
+    assert kept[0] > (5 if not multi_time else 1), kept
+
+
+def test_a_piece_of_a_derived_literal_waiting_on_an_arrived_fact_is_dropped_on_columnar():
+    """Found by the property test above: step 3 binds X = a in the pending answer of P3
+    at T = 1 (P2(a, 0) definite) whose E1(a, 0) has arrived at this tick — the piece waits
+    for a fact that is here, and its refinement with the fact as evidence is another
+    answer (exact.py "arrived"); the columnar executor kept both until exactrows.py's
+    drop_arrived looked at templates with derived literals too."""
+    text = ("#query P3(X, T).\n#delay E1 = 2.\n#delay E1(a, T) = 3.\n"
+            "P1(X, T) :- E1(X, T-2).\nP2(X, T-1) :- E1(X, T+1).\n"
+            "P3(X, T+1) :- P2(X, T), P2(X, T+1), E1(X, T).\n")
+    stream = {0: ["E1(b, 0)"], 2: ["E1(a, 0)", "E1(a, 2)"], 3: ["E1(a, 1)"], 6: ["E1(a, 3)"]}
+    cp = compile_program(text, "<t>", modular="always")
+    assert cp.modular == {"P2"}
+    row, col = Session(cp, engine="row"), Session(cp, engine="columnar")
+    for tau in range(10):
+        facts = [Fact(a.pred, tuple(c.value for c in a.args), a.time.offset)
+                 for a in map(parse_fact, stream.get(tau, []))]
+        row.step(facts, tau)
+        col.step(facts, tau)
+        assert col.lines(True, True) == row.lines(True, True), tau
 
 
 @pytest.mark.parametrize("multi_time", [False, True], ids=["one_time", "multi_time"])
@@ -207,8 +257,8 @@ def test_a_rule_of_two_time_variables_keeps_what_it_reaches_unfolded():
 
 
 def test_check_shows_it(tmp_path):
-    """`hypo check` names the predicates kept (text and JSON), notes that every executor
-    runs it on the row engine, and `--modular never` restores the budget's error at the
+    """`hypo check` names the predicates kept (text and JSON), notes that `auto` and the
+    lake run it on the row engine, and `--modular never` restores the budget's error at the
     rule (the lake: tests/test_lake_modular.py)."""
     from hypo_cli import main as hypo_main
     import contextlib
@@ -228,7 +278,7 @@ def test_check_shows_it(tmp_path):
 
     code, out, err = hypo("check", str(prog))
     assert code == 0 and "modular evaluation: A3, A4, A5, A6, A7, A8, A9 stay derived" in out
-    assert "only the row engine decides" in err and "so does the lake" in err
+    assert "which the columnar executor decides row by row" in err and "the lake" in err
     code, out, _ = hypo("check", str(prog), "--format", "json")
     assert json.loads(out)["modular"] == [f"A{i}" for i in range(3, 10)]
     code, _, err = hypo("check", str(prog), "--modular", "never")
@@ -238,7 +288,7 @@ def test_check_shows_it(tmp_path):
     code, _, err = hypo("run", str(prog), "--stream", str(stream), "-v")
     assert code == 0 and err.splitlines()[-1] == (
         "executor: row engine (auto: modular evaluation keeps A3, A4, A5, A6, A7, A8, A9 as "
-        "derived literals, which only the row engine decides yet)"), err
+        "derived literals, which the columnar executor decides row by row)"), err
 
 
 @pytest.mark.slow

@@ -302,7 +302,8 @@ def choose_executor(ctx: "TickContext", prev_rows: int, fact_rows: int) -> str:
     where measured (31-34× slower at 10⁴-10⁵ facts a tick on the 2-worker cluster, 15× at
     10⁶ on local[2]: docs/performance.md); where the memory is unknown, the driver up to
     CLUSTER_LOCAL_MAX rows.  A program under modular evaluation runs on the row engine,
-    whatever was asked (only it decides derived literals, as in `hypo run`): on the driver
+    whatever was asked (the columnar executor decides derived literals row by row:
+    columnar/engine.py row_by_row; `hypo run --engine auto` keeps it too): on the driver
     (`row`), or — `spark`, or `auto` beyond the driver's memory at ROW_BYTES_PER_ROW — in the
     one task of the partitioned plan's Spark job (spark_partitioned.py: no partition key
     with derived literals), so that S_τ is held on the cluster, not the driver; the
@@ -486,9 +487,9 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
                   "ignored": n_ign, "accepted": n_slice - n_rej - n_dup - n_ign,
                   "quarantined": n_rej + n_dup + len(bad_files), "executor": ctx.used}
         if cp.modular:  # (choose_executor)
-            from reasoning.columnar.engine import unsupported
+            from reasoning.columnar.engine import row_by_row
 
-            counts["executor_why"] = unsupported(cp)
+            counts["executor_why"] = row_by_row(cp)
         out = {"state_actions": state_actions, "answer_actions": answer_actions,
                "quarantine_actions": q_actions, "dq": dq, "counts": counts,
                "jobs": jobs if io.name == "spark" else None}

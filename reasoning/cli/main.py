@@ -265,7 +265,7 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     cp = compile_file(args.program, args.query, args.modular)
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
-    from reasoning.columnar.engine import too_long, unsupported
+    from reasoning.columnar.engine import row_by_row, too_long, unsupported
 
     why = unsupported(cp)
     if why is not None:  # answered alike by every `hypo run` executor; the lake: see init
@@ -273,6 +273,9 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
                 "so does the lake, whatever --executor says")
         print(f"{args.program}: note: {why}: `hypo run` answers it on the row engine whatever "
               f"--engine says, {lake}", file=err or sys.stderr)
+    elif row_by_row(cp) is not None:  # the same answers on either executor
+        print(f"{args.program}: note: {row_by_row(cp)}: `hypo run` (--engine auto) and the "
+              f"lake run it on the row engine", file=err or sys.stderr)
     out.write(dumps(cp) + "\n" if args.format == "json" else describe_text(cp))
     return 0
 

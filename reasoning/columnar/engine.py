@@ -12,6 +12,9 @@ paper's order, each in its own module:
   step2_new_answers.py  step 2: one row per template with T := τ
   step3_negation.py     step 3: per key of the T-stratification (waves, lowest first), the
                         negated hypotheses against 3(a)'s answers of their predicate;
+  step3_derived.py      step 3 of a program under modular evaluation: node by node, derived
+                        literals decided (and callers seeded) with the row engine's
+                        functions on the rows concerned;
   step3_refine.py       refutation (3(b)) and evidence (3(c)) as aggregates over the
                         covers, disequality constraints as rows
   forgetting.py         filters on head times and the per-predicate retention
@@ -49,23 +52,33 @@ from reasoning.columnar.state import Pattern, add, answers, fresh_rows, load_ans
 from reasoning.columnar.step1_evidence import seeds_disjoint, step1
 from reasoning.columnar.step2_new_answers import step2
 from reasoning.columnar.step3_negation import step3
+from reasoning.columnar.step3_derived import step3_modular
 from reasoning.columnar.window import admit, arrive, load_window, window_facts
 
 
 class Unsupported(HypoError):
-    """A program shape the columnar executor does not take (the session runs it on the row
-    engine, whatever --engine asked: the same answers; the lake refuses it at init)."""
+    """A program shape the columnar executor does not take (a template longer than the
+    evidence mask: the session runs it on the row engine, whatever --engine asked — the
+    same answers; the lake refuses it at init)."""
 
 
 def unsupported(cp: CompiledProgram, templates=None) -> Optional[str]:
     """Why the columnar executor cannot run a program (None: it can), with the rule that
     makes a template long; templates: the program's, if compiled already."""
-    if cp.modular:
-        from reasoning.language.compiler import shown_preds
-
-        return (f"modular evaluation keeps {shown_preds(cp.modular)} as derived "
-                f"literals, which only the row engine decides yet")
     return too_long(cp, templates)
+
+
+def row_by_row(cp: CompiledProgram) -> Optional[str]:
+    """Why `--engine auto` and the lake keep a program under modular evaluation on the row
+    engine (None: not one): the columnar executor decides its derived literals with the
+    row engine's functions on the rows concerned (step3_derived.py), slower than the row
+    engine itself on such programs (docs/performance.md)."""
+    if not cp.modular:
+        return None
+    from reasoning.language.compiler import shown_preds
+
+    return (f"modular evaluation keeps {shown_preds(cp.modular)} as derived literals, "
+            f"which the columnar executor decides row by row")
 
 
 def too_long(cp: CompiledProgram, templates=None) -> Optional[str]:
@@ -151,6 +164,10 @@ class ColumnarEngine:
               for j in tp.neg])
             for tp in self.templates]
         self.stats = {"fallback_refs": 0}
+        # modular evaluation: templates with derived literals (step3_derived.py), and the
+        # last head time step 2 created per template read ahead (Engine._ahead)
+        self.derived = any(tp.der for tp in self.templates)
+        self.created_to: dict[int, int] = {}
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
 
@@ -233,7 +250,10 @@ class ColumnarEngine:
         step2(self, tau, present)
         # exact instances: the past instances of unbound time variables split off (exact.py)
         ExactPass(self, tau, D, present, None).split_first()
-        step3(self, tau)  # 3(a)-(c), wave by wave
+        if self.derived:  # 3(a)-(c) node by node, derived literals too (step3_derived.py)
+            step3_modular(self, tau, present)
+        else:
+            step3(self, tau)  # 3(a)-(c), wave by wave
         # window update: facts of D|τ that may still be matched as hypotheses
         admit(self, D, tau)
         fresh = fresh_rows(self, tau)
@@ -272,9 +292,9 @@ class ColumnarEngine:
         """Replace W (window.py)."""
         load_window(self, facts)
 
-    def row_view(self) -> RowEngine:
+    def row_view(self, window: bool = False) -> RowEngine:
         """The row engine holding S_τ (state.py)."""
-        return row_view(self)
+        return row_view(self, window)
 
     def load_answers(self, answers: Iterable, tick: int) -> None:
         """Replace S by the given row-engine Answers, at tick (state.py)."""

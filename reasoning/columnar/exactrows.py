@@ -114,8 +114,9 @@ class ExactPass:
         ex = eng.exact
         tau = self.tau
         for k, tp in enumerate(eng.templates):
-            if not (tp.neg and eng.tool._born_check[k]):
-                continue  # without negation no piece of step 3 binds a hypothesis
+            if not ((tp.neg or tp.der) and eng.tool._born_check[k]):
+                continue  # without negated or derived literals no piece of step 3 binds
+                # a hypothesis
             full = eng.layouts[k].full_mask
             for P, A in list(eng.S[k].items()):
                 if ex.partition_watched(k, P) or B.is_empty(A):

@@ -4,6 +4,8 @@ nogood on several variables, or covers through answers that carry nogoods themse
 link two variables of the hypothesis (Algorithm 1, steps 3(b)-(c); see engine.py)."""
 from __future__ import annotations
 
+from typing import Optional
+
 from reasoning.columnar.layout import INT, answer_to_row, row_to_answer
 
 
@@ -19,7 +21,7 @@ def row_meta(eng, k: int, a) -> tuple:
         if t is None:
             unb = True
             continue
-        if lp.positive:
+        if lp.positive and not lp.derived:  # (a derived literal: decided at step 3)
             e = t + eng.tool.delta(lp.pred, args)
             exp = e if exp is None else min(exp, e)
             dlp = e if dlp is None else max(dlp, e)
@@ -38,8 +40,9 @@ def answer_rows(eng, k: int, P, answers: list, tau: int, born: int) -> list[dict
     return out
 
 
-def _L_answers(eng, pred: str, times: set) -> dict:
-    """Answers of pred by head time (None: unbound head time, as (answer, born at τ))."""
+def _L_answers(eng, pred: str, times: Optional[set]) -> dict:
+    """Answers of pred by head time (None: unbound head time, as (answer, born at τ)), of
+    the given head times (None: all)."""
     B = eng.B
     out: dict = {}
     for k2 in eng.by_head.get(pred, ()):
@@ -48,7 +51,8 @@ def _L_answers(eng, pred: str, times: set) -> dict:
         for P2, A in eng.S[k2].items():
             if B.is_empty(A):
                 continue
-            if tp2.head.tvar is not None and tp2.head.tvar in P2 or tp2.head.tvar is None:
+            if times is not None and (tp2.head.tvar is not None and tp2.head.tvar in P2
+                                      or tp2.head.tvar is None):
                 ht = eng._texpr(tp2.head)
                 A = B.filter(A, B.any_of([ht == B.lit(t, INT) for t in times]))
             for r in B.rows(A):

@@ -60,14 +60,19 @@ def answers(eng, frames: Optional[dict] = None) -> list:
     return out
 
 
-def row_view(eng) -> RowEngine:
-    """The row engine holding S_τ (for the rare paths that use its algorithms)."""
+def row_view(eng, window: bool = False) -> RowEngine:
+    """The row engine holding S_τ (for the rare paths that use its algorithms); window:
+    with W and step 2's head times created ahead (rendering derived literals' ways)."""
     view = RowEngine(eng.cp, eng.forget)
     view.tau = eng.tau
     for a in answers(eng):
         view.add(a, eng.tau)
     view._info.clear()
     view.fresh_definite = set()
+    if window:
+        for f in eng.window_facts():
+            view.window[(f.pred, f.time)].add(f.args)
+        view.resume_ahead(eng.tau)
     return view
 
 
@@ -83,3 +88,9 @@ def load_answers(eng, answers: Iterable, tick: int) -> None:
         rows = answer_rows(eng, k, P, lst, tick, born=-1)
         eng.S[k][P] = B.from_rows(rows, eng._schema(k, P))
     eng.tau = tick
+    # step 2 has created each derived predicate's answers up to tick + ahead(p)
+    # (Engine.resume_ahead)
+    for k, tp in enumerate(eng.templates):
+        n = eng.tool.ahead.get(tp.head.pred, 0) if tp.qid != eng.main_qid else 0
+        if n > 0:
+            eng.created_to[k] = tick + n

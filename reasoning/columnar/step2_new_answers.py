@@ -9,23 +9,35 @@ from reasoning.columnar.state import Pattern, add
 
 
 def step2(eng, tau: int, present: dict) -> None:
-    """Step 2 for every template (`present` = D|τ ∪ W, by predicate)."""
-    for k in range(len(eng.templates)):
-        new_answer(eng, k, tau, present)
+    """Step 2 for every template (`present` = D|τ ∪ W, by predicate); a derived
+    predicate's template read ahead (Engine._ahead: modular evaluation) also at the head
+    times up to τ + ahead(p) not created before (Engine._step2)."""
+    ahead = eng.tool.ahead
+    for k, tp in enumerate(eng.templates):
+        n = ahead.get(tp.head.pred, 0) if tp.qid != eng.main_qid else 0
+        if n <= 0:
+            new_answer(eng, k, tau, present)
+            continue
+        for ht in range(eng.created_to.get(k, tau - 1) + 1, tau + n + 1):
+            new_answer(eng, k, tau, present, ht)
+        eng.created_to[k] = tau + n
 
 
-def new_answer(eng, k: int, tau: int, present: Optional[dict] = None) -> None:
-    """Step 2 for template k: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if Hσ's positive part is
-    potentially future (one row: built by the row engine's own `_finish`)."""
+def new_answer(eng, k: int, tau: int, present: Optional[dict] = None,
+               ht: Optional[int] = None) -> None:
+    """Step 2 for template k: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] (or the head time ht, read
+    ahead) if Hσ's positive part is potentially future (one row: built by the row engine's
+    own `_finish`)."""
     B = eng.B
     tp = eng.templates[k]
     h = tp.head
+    ht = tau if ht is None else ht
     b = [None] * len(tp.names)
     if h.tvar is None:
-        if h.toff != tau:
+        if h.toff != ht:
             return
     else:
-        b[h.tvar] = tau - h.toff
+        b[h.tvar] = ht - h.toff
     if present is not None and eng.exact.arrived_ground(
             tp, tuple(b), lambda p, args, t: present_has(eng, present, p, args, t)):
         return

@@ -259,9 +259,9 @@ class Session:
                 return f"row engine (--engine {self.mode}, but {self.unsupported})"
             return f"{self.executor} engine (--engine {self.mode})"
         if self.cp.modular:  # no slice size makes the columnar executor take it
-            from reasoning.columnar.engine import unsupported
+            from reasoning.columnar.engine import row_by_row
 
-            return f"row engine (auto: {unsupported(self.cp)})"
+            return f"row engine (auto: {row_by_row(self.cp)})"
         tps = self.templates
         rule = (f"auto: the row engine until a slice of ≥ {self.threshold} facts, the "
                 f"crossover for {len(tps)} template(s) of {sum(len(t.lits) for t in tps)} "
@@ -320,7 +320,7 @@ class Session:
               ground: bool = False) -> list[str]:
         """The `hypo run --format jsonl` lines of the current tick (without the "none"
         line of an empty tick)."""
-        if self.col is not None and not ground:
+        if self.col is not None and not ground and not self.cp.modular:
             return self.renderer.lines(self.rep.frames, self.tau, all_queries, include_pending)
         return [json.dumps(o, ensure_ascii=False)
                 for o in self.objects(all_queries, include_pending, ground)]
@@ -328,12 +328,13 @@ class Session:
     def objects(self, all_queries: bool = False, include_pending: bool = False,
                 ground: bool = False) -> list[dict]:
         if self.col is not None:
-            if not ground:
+            if not ground and not self.cp.modular:
                 return [json.loads(x) for x in self.lines(all_queries, include_pending)]
-            view = self.col.row_view()
+            # (derived literals' ways: the row engine's Explainer over S_τ and W)
+            view = self.col.row_view(window=bool(self.cp.modular))
             snap = self.col.answers(self.rep.frames)
             return answers_at(Explainer(view), self.tau, snap, all_queries, include_pending,
-                              True)
+                              ground)
         return answers_at(self.ex, self.tau, self.rep.snapshot, all_queries, include_pending,
                           ground)
 
