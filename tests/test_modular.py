@@ -122,6 +122,34 @@ def test_the_columnar_executor_decides_derived_literals_as_the_row_engine_does(m
     assert kept[0] > (5 if not multi_time else 1), kept
 
 
+@pytest.mark.parametrize("opts", [["--format", "jsonl"], ["--format", "text"],
+                                  ["--format", "jsonl", "--changes", "--all"],
+                                  ["--format", "jsonl", "--all", "--all-queries", "--ground"],
+                                  ["--format", "jsonl", "--confidence", "--changes"]],
+                         ids=["jsonl", "text", "changes", "all", "confidence"])
+def test_hypo_run_prints_the_same_on_either_executor(tmp_path, opts):
+    """`hypo run --engine columnar` of the branching program (kept modular) prints what
+    `--engine row` prints, byte for byte: lines, the text view, --changes (keyed lines of
+    derived ways), pending answers of every query grounded, confidences."""
+    import contextlib
+    import io
+
+    from hypo_cli import main as hypo_main
+
+    prog, stream = tmp_path / "b.tdl", tmp_path / "s.jsonl"
+    prog.write_text(_branching(12))
+    stream.write_text("".join(json.dumps({"tick": t, "fact": str(f)}) + "\n"
+                              for t, fs in sorted(_branching_stream(12).items()) for f in fs))
+    outs = []
+    for engine in ("row", "columnar"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert hypo_main(["run", str(prog), "--stream", str(stream), "--engine", engine,
+                              *opts]) == 0
+        outs.append(out.getvalue())
+    assert outs[0] == outs[1] and outs[0].count("\n") > 100
+
+
 def test_a_piece_of_a_derived_literal_waiting_on_an_arrived_fact_is_dropped_on_columnar():
     """Found by the property test above: step 3 binds X = a in the pending answer of P3
     at T = 1 (P2(a, 0) definite) whose E1(a, 0) has arrived at this tick — the piece waits

@@ -345,6 +345,9 @@ class Session:
                       if self.col.templates[kp[0]].qid == self.col.main_qid}
             if not frames:
                 return set()
+            if self.cp.modular:  # (derived literals: the row engine's Explainer, objects())
+                ex = Explainer(self.col.row_view(window=True))
+                return {answer_key(ex.render(a, self.tau)) for a in self.col.answers(frames)}
             return {answer_key(json.loads(x)) for x in
                     self.renderer.lines(frames, self.tau, False, True)}
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
@@ -354,7 +357,7 @@ class Session:
         its columns; in no particular order)."""
         from reasoning.semantics.keyed import KeyedLines
 
-        if self.col is not None:
+        if self.col is not None and not self.cp.modular:
             return self.renderer.lines(self.rep.frames, self.tau, all_queries,
                                        include_pending, with_keys=True)
         return KeyedLines.from_objects(self.objects(all_queries, include_pending, False),
