@@ -40,7 +40,7 @@ def answer_rows(eng, k: int, P, answers: list, tau: int, born: int) -> list[dict
     return out
 
 
-def _L_answers(eng, pred: str, times: Optional[set]) -> dict:
+def L_answers(eng, pred: str, times: Optional[set]) -> dict:
     """Answers of pred by head time (None: unbound head time, as (answer, born at τ)), of
     the given head times (None: all)."""
     B = eng.B
@@ -62,40 +62,66 @@ def _L_answers(eng, pred: str, times: Optional[set]) -> dict:
     return out
 
 
+def L_at(eng, Ls: dict, t: int, tau: int) -> list:
+    """Step 3(a)'s answers of p_t from L_answers' (Engine._L_for): those with head time
+    t, and those with their head time unbound that prove it (above its floor:
+    exact.split_below)."""
+    return Ls.get(t, []) + [l for l, born in Ls.get(None, []) if not eng.exact.split_below(
+        eng.templates[l.tid], l.b, l.ev, t, tau, born == tau)]
+
+
 def refine_rows(eng, k: int, j: int, P, rows, tau: int):
     """Steps 3(b)-(c) of negated literal j on these refs (partition P) with
     regions.partition: (unchanged rows, [(pattern, rows of the pieces that replace the
     others)])."""
+    tool = eng.tool
+    lp = eng.templates[k].lits[j]
+    refs = ref_answers(eng, k, rows)
+    Ls = L_answers(eng, lp.pred, {lp.instantiate(a.b)[1] for _, a in refs})
+
+    def pieces_of(a) -> list:
+        _, t = lp.instantiate(a.b)
+        L = L_at(eng, Ls, t, tau)
+        parts = tool._step3b(lp, a.b, a.ng, a.ev, L)
+        if t > tau:
+            return parts
+        out = []
+        for pb, png, pev in parts:
+            out.extend(tool._step3c(lp, j, pb, png, pev, L))
+        return out
+
+    return replace_rows(eng, k, P, refs, tau, pieces_of)
+
+
+def ref_answers(eng, k: int, rows) -> list:
+    """The refs `rows` of template k as (row, Answer) (counted in stats)."""
+    lay = eng.layouts[k]
+    refs = [(r, row_to_answer(lay, r)) for r in eng.B.rows(rows)]
+    eng.stats["fallback_refs"] += len(refs)
+    return refs
+
+
+def replace_rows(eng, k: int, P, refs: list, tau: int, pieces_of):
+    """Each ref (row, Answer) of partition P replaced by pieces_of(answer) — [(binding,
+    nogoods, evidence)], itself alone when unchanged — each piece finished (the row
+    engine's _finish): (the unchanged rows, [(pattern, the pieces' rows)])."""
     B = eng.B
     tool = eng.tool
     tp = eng.templates[k]
-    lay = eng.layouts[k]
-    lp = tp.lits[j]
-    refs = [(r, row_to_answer(lay, r)) for r in B.rows(rows)]
-    eng.stats["fallback_refs"] += len(refs)
-    times = {lp.instantiate(a.b)[1] for _, a in refs}
-    Ls = _L_answers(eng, lp.pred, times)
     kept, new = [], {}
-    for r, a in refs:
-        _, t = lp.instantiate(a.b)
-        L = Ls.get(t, []) + [l for l, born in Ls.get(None, []) if not eng.exact.split_below(
-            eng.templates[l.tid], l.b, l.ev, t, tau, born == tau)]
-        parts = tool._step3b(lp, a.b, a.ng, a.ev, L)
-        if t > tau:
-            pieces = parts
-        else:
-            pieces = []
-            for pb, png, pev in parts:
-                pieces.extend(tool._step3c(lp, j, pb, png, pev, L))
-        if len(pieces) == 1 and pieces[0] == (a.b, a.ng, a.ev):
-            kept.append(r)
-            continue
-        for b, ng, ev in pieces:
-            na = tool._finish(tp, b, ev, ng, tau)
-            if na is not None:
-                P2 = frozenset(i for i, v in enumerate(na.b) if v is not None)
-                new.setdefault(P2, []).append(na)
-    tool._info.clear()
+    try:
+        for r, a in refs:
+            pieces = pieces_of(a)
+            if len(pieces) == 1 and pieces[0] == (a.b, a.ng, a.ev):
+                kept.append(r)
+                continue
+            for b, ng, ev in pieces:
+                na = tool._finish(tp, b, ev, ng, tau)
+                if na is not None:
+                    P2 = frozenset(i for i, v in enumerate(na.b) if v is not None)
+                    new.setdefault(P2, []).append(na)
+    finally:
+        tool._info.clear()
     kept_f = B.from_rows(kept, eng._schema(k, P)) if kept else None
     out = [(P2, B.from_rows(answer_rows(eng, k, P2, lst, tau, tau), eng._schema(k, P2)))
            for P2, lst in new.items()]

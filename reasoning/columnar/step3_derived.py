@@ -11,7 +11,8 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from reasoning.columnar.fallback import _L_answers, answer_rows
+from reasoning.columnar.fallback import (L_at, L_answers, answer_rows, ref_answers,
+                                         replace_rows)
 from reasoning.columnar.layout import INT, acol, row_to_answer
 from reasoning.columnar.state import add
 from reasoning.columnar.step3_negation import L_frames
@@ -77,8 +78,8 @@ class _Tick:
         for k, tp in enumerate(eng.templates):
             for j in tp.neg + tp.der:
                 self.refs_of[tp.lits[j].pred].append((k, j))
-        self.L: dict = {}  # the node's answers of p_t (fallback._L_answers), while it runs
-        self.answers: dict = {}  # pred -> (its templates' versions, _L_answers by time)
+        self.L: dict = {}  # the node's answers of p_t (fallback.L_answers), while it runs
+        self.answers: dict = {}  # pred -> (its templates' versions, L_answers by time)
         self.version: dict = defaultdict(int)  # template -> rows changed this many times
         self._proven: dict = None  # Engine.proven, built when first read (proven)
 
@@ -248,51 +249,36 @@ class _Tick:
         """Engine._step3_derived on the refs `rows` (partition P), the pieces' proven
         derived literals moved to evidence (_proven_derived): (unchanged rows, [(pattern,
         rows of the pieces that replace the others)])."""
-        eng, B, tau = self.eng, self.eng.B, self.tau
+        eng, tau = self.eng, self.tau
         tool = eng.tool
         tp = eng.templates[k]
-        lay = eng.layouts[k]
         lp = tp.lits[j]
-        refs = [(r, row_to_answer(lay, r)) for r in B.rows(rows)]
-        eng.stats["fallback_refs"] += len(refs)
         L = self.L.get((lp.pred, t))
         if L is None:
-            Ls = self._answers_of(lp.pred)
-            L = self.L[(lp.pred, t)] = Ls.get(t, []) + [
-                l for l, born in Ls.get(None, []) if not eng.exact.split_below(
-                    eng.templates[l.tid], l.b, l.ev, t, tau, born == tau)]
+            L = self.L[(lp.pred, t)] = L_at(eng, self._answers_of(lp.pred), t, tau)
+
+        def pieces_of(a) -> list:
+            pieces = tool._step3_derived(tp, j, a.b, a.ng, a.ev, L, t <= tau)
+            if len(pieces) == 1 and pieces[0] == (a.b, a.ng, a.ev):
+                return pieces
+            return [p for p in (tool._proven_derived(tp, *pc) for pc in pieces)
+                    if p is not None]
+
         tool.proven = self.proven
-        kept, new = [], {}
         try:
-            for r, a in refs:
-                pieces = tool._step3_derived(tp, j, a.b, a.ng, a.ev, L, t <= tau)
-                if len(pieces) == 1 and pieces[0] == (a.b, a.ng, a.ev):
-                    kept.append(r)
-                    continue
-                pieces = [p for p in (tool._proven_derived(tp, *pc) for pc in pieces)
-                          if p is not None]
-                for b, ng, ev in pieces:
-                    na = tool._finish(tp, b, ev, ng, tau)
-                    if na is not None:
-                        P2 = frozenset(i for i, v in enumerate(na.b) if v is not None)
-                        new.setdefault(P2, []).append(na)
+            return replace_rows(eng, k, P, ref_answers(eng, k, rows), tau, pieces_of)
         finally:
-            tool._info.clear()
             tool.proven = defaultdict(set)
-        kept_f = B.from_rows(kept, eng._schema(k, P)) if kept else None
-        out = [(P2, B.from_rows(answer_rows(eng, k, P2, lst, tau, tau), eng._schema(k, P2)))
-               for P2, lst in new.items()]
-        return kept_f, out
 
     def _answers_of(self, pred: str) -> dict:
-        """fallback._L_answers of pred at every head time, kept while none of its
+        """fallback.L_answers of pred at every head time, kept while none of its
         templates changed (most derived predicates' answers do not change at step 3)."""
         eng = self.eng
         ks = eng.by_head.get(pred, ())
         ver = tuple(self.version[k] for k in ks)
         got = self.answers.get(pred)
         if got is None or got[0] != ver:
-            got = self.answers[pred] = (ver, _L_answers(eng, pred, None))
+            got = self.answers[pred] = (ver, L_answers(eng, pred, None))
         return got[1]
 
     # ---------------------------------------------------------------- seeding
@@ -309,7 +295,7 @@ class _Tick:
             tool.proven = self.proven
             try:
                 for d in todo:
-                    for na in self._seed(d):
+                    for na in tool.seeded_by(d, tau, self.look_both, self.in_both):
                         P2 = frozenset(i for i, v in enumerate(na.b) if v is not None)
                         new.setdefault((na.tid, P2), []).append(na)
             finally:
@@ -322,45 +308,4 @@ class _Tick:
             made = self.new_definite(set(new))
             out.extend(made)
             todo = [a for a in made if eng.templates[a.tid].head.pred in self.derived]
-        return out
-
-    def _seed(self, d) -> list:
-        """Engine._seed_derived's new answers for the definite answer d (not added)."""
-        eng, tau = self.eng, self.tau
-        tool = eng.tool
-        from reasoning.semantics.regions import cover_of, partition
-
-        dt = eng.templates[d.tid]
-        hargs, ht = dt.head.instantiate(d.b)
-        if ht is None or None in hargs:
-            return []
-        out = []
-        for tp, i in tool.by_der[dt.head.pred]:
-            lp = tp.lits[i]
-            if lp.tvar is None or lp.tvar != tp.head.tvar:
-                continue
-            b0 = list(tp.empty_binding())
-            b0[lp.tvar] = ht - lp.toff
-            if b0[lp.tvar] + tp.head.toff <= tau:
-                continue
-            b0 = tuple(b0)
-            if not d.ng and not tp.nogoods:
-                b1 = lp.match(b0, hargs, ht)
-                ins = [] if b1 is None else [(b1, frozenset())]
-            else:
-                c = cover_of(lp, b0, dt.head, d.b, d.ng, approx_full=False)
-                if c is None:
-                    continue
-                ins, _ = partition(b0, tp.nogoods, [c])
-            for b, ng in ins:
-                if tool._answered_before(tp, b):
-                    continue
-                for b2, ev in tool.local_mgus(tp, b, frozenset({i}), list(tp.pos),
-                                              self.look_both, self.in_both):
-                    piece = tool._proven_derived(tp, b2, ng, ev)
-                    if piece is None:
-                        continue
-                    na = tool._finish(tp, b2, piece[2], ng, tau)
-                    if na is not None:
-                        out.append(na)
         return out

@@ -744,19 +744,26 @@ class Engine:
                 del memo[k]
 
     def _seed_derived(self, d: Answer, tau: int) -> list[Answer]:
-        """Step 1(a) for a derived atom (modular evaluation, issue 45): a ground answer d of
-        p definite at τ seeds the templates with a derived literal on p whose head time is
-        after τ, as the facts that made d definite would have seeded them unfolded (an
-        answer with an earlier head exists since step 2, and step 3 decides it).  The
-        facts of W ∪ D|τ matching the new answers' positive literals are their evidence."""
+        """Step 1(a) for a derived atom (modular evaluation, issue 45): the answers
+        seeded_by(d) made, added (those not in S_τ yet)."""
+        look_both, in_both = self._lookups
+        return [na for na in self.seeded_by(d, tau, look_both, in_both, memo=True)
+                if self.add(na, tau)]
+
+    def seeded_by(self, d: Answer, tau: int, look_both, in_both, memo: bool = False):
+        """The answers a ground answer d of p definite at τ seeds (yielded one by one, for
+        the caller to add as they come): the templates with a derived literal on p whose
+        head time is after τ, as the facts that made d definite would have seeded them
+        unfolded (an answer with an earlier head exists since step 2, and step 3 decides
+        it).  The facts of W ∪ D|τ (look_both, in_both) matching the new answers' positive
+        literals are their evidence.  memo: an instance seeded earlier this tick by another
+        literal is skipped while no answer became definite since (Engine's own tick)."""
         dt = self.templates[d.tid]
         hargs, ht = dt.head.instantiate(d.b)
         if ht is None or None in hargs:
             # a schematic head (exclusions) seeds nothing: step 2 creates its callers'
             # answers at their head time, as unfolded, and step 3 decides them then
-            return []
-        look_both, in_both = self._lookups
-        out = []
+            return
         for tp, i in self.by_der[dt.head.pred]:
             lp = tp.lits[i]
             if lp.tvar is None or lp.tvar != tp.head.tvar:
@@ -775,10 +782,11 @@ class Engine:
                     continue
                 ins, _ = partition(b0, tp.nogoods, [c])
             for b, ng in ins:
-                key = (tp.tid, b, ng)
-                if self._seeds.get(key) == self._definite_added:
-                    continue  # seeded by another literal, no answer became definite since
-                self._seeds[key] = self._definite_added
+                if memo:
+                    key = (tp.tid, b, ng)
+                    if self._seeds.get(key) == self._definite_added:
+                        continue  # seeded by another literal, none became definite since
+                    self._seeds[key] = self._definite_added
                 if self._answered_before(tp, b):
                     continue
                 for b2, ev in self.local_mgus(tp, b, frozenset({i}), list(tp.pos), look_both,
@@ -786,11 +794,9 @@ class Engine:
                     piece = self._proven_derived(tp, b2, ng, ev)
                     if piece is None:
                         continue
-                    ev = piece[2]
-                    na = self._finish(tp, b2, ev, ng, tau)
-                    if na is not None and self.add(na, tau):
-                        out.append(na)
-        return out
+                    na = self._finish(tp, b2, piece[2], ng, tau)
+                    if na is not None:
+                        yield na
 
     def _L(self, pred: str, t: int) -> set:
         """Step 3(a): the answers of the instantiated predicate p_t."""
