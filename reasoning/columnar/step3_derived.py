@@ -3,9 +3,9 @@ nodes p_t of negated and derived literals alike, in the T-stratification's order
 node as they become decidable; a derived literal's dual of 3(b)-(c) (a definite answer of p_t
 moves it to evidence, once p_t is closed an instance no answer can prove is refuted); the
 seeding of callers by each ground answer of p definite at τ (step 1(a) for a derived atom).
-The decisions are the row engine's own functions (Engine._step3_derived, _seed_derived's
-steps, _proven_derived) on just the rows of the answers concerned — fallback.py's way — so
-both executors give the same S_τ; negated literals keep step3_refine's joins."""
+The decisions are the row engine's own functions (Engine._step3_derived, seeded_by,
+_proven_derived) on just the rows of the answers concerned — fallback.py's way — so both
+executors give the same S_τ; negated literals keep step3_refine's joins."""
 from __future__ import annotations
 
 import heapq
