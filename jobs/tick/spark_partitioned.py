@@ -23,7 +23,6 @@ from reasoning.language.compiler import CompiledProgram
 # rows a partition should at least hold before a tick is split (a part's plan costs ~50 ms of
 # Polars set-up whatever its size); HYPO_SPARK_PARTS forces a count
 MIN_ROWS_A_PART = 100_000
-_ERR = "HYPO-ERROR"  # marks an error of the plan in a worker, re-raised as itself on the driver
 
 _KEYS: dict[str, Optional[PartitionKey]] = {}
 _BLOBS: dict[str, bytes] = {}  # (driver) the program as it travels in the tick's job
@@ -76,15 +75,6 @@ def task_slots(spark) -> int:
         n = m.group(1)
         return 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
     return int(sc.defaultParallelism)
-
-
-def _mark(e: Exception) -> None:
-    """In a task: a LakeError becomes an error whose text carries its class and first line
-    (what reaches the driver of a failed Spark task is its text)."""
-    from jobs.errors import LakeError
-
-    if isinstance(e, LakeError):
-        raise RuntimeError(f"{_ERR}:{type(e).__name__}:{str(e).splitlines()[0]}") from None
 
 
 def _program(h: str, blob: bytes) -> CompiledProgram:
@@ -208,32 +198,25 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
                     schema=pa.schema([("part", pa.int64()), ("out", pa.binary())]))
 
     job = spark.range(0, n, 1, n).mapInArrow(tasks, "part long, out binary")
-    try:
-        got = sorted(job.collect(), key=lambda r: r[0])
-    except Exception as e:
-        _reraise(e)
-        raise
+    got = sorted(job.collect(), key=lambda r: r[0])
     outs = [pickle.loads(r[1]) for r in got]
+    for o in outs:
+        if "error" in o:  # a part's LakeError, raised as itself on the driver
+            _raise_as(*o["error"])
     TASK_PHASES.clear()
     TASK_PHASES.update(outs[0].get("phases", {}))
     tm.lap(f"the tick's job ({n} task{'s' if n > 1 else ''}: validation, engine, files)")
     return merge(outs)
 
 
-def _reraise(e: Exception) -> None:
-    """A task's LakeError (marked by _ERR in the Spark error's text) raised as its class."""
+def _raise_as(name: str, msg: str) -> None:
+    """A task's LakeError (its class's name and text) raised on the driver as its class."""
     from jobs import errors
 
-    text = str(e)
-    i = text.find(_ERR + ":")
-    if i < 0:
-        return
-    name, msg = text[i + len(_ERR) + 1:].split(":", 1)
-    msg = msg.split("\n", 1)[0].strip()
     cls = getattr(errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+    if not (isinstance(cls, type) and issubclass(cls, errors.LakeError)):
         cls = errors.LakeError
-    raise cls(msg) from None
+    raise cls(msg)
 
 
 def _task(i: int, spec: dict) -> bytes:
@@ -255,8 +238,14 @@ def _task(i: int, spec: dict) -> bytes:
                               spec["bad"] if i == 0 else [], tm, share=share)
         out["phases"] = dict(tm.phases)
         return pickle.dumps(out)
-    except Exception as e:  # (the driver re-raises it as its class: _reraise)
-        _mark(e)
+    except Exception as e:
+        from jobs.errors import LakeError
+
+        if isinstance(e, LakeError):
+            # an error of the tick itself (a damaged file, a program mismatch): the part's
+            # result, raised on the driver (_raise_as) — a failed task would have Spark log
+            # the worker's traceback above hypo's one-line error
+            return pickle.dumps({"error": (type(e).__name__, str(e))})
         raise
 
 
