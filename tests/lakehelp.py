@@ -64,6 +64,31 @@ def api_lines(lake: str, tick: int, status: Optional[str] = None, main: str = ""
     return [json.dumps(o, ensure_ascii=False) for o in objs]
 
 
+def null_state_column(lake: str, tick: int, col: str) -> str:
+    """Damage the first state file of a tick: nulls in column `col`, the file's size in the
+    Delta log updated so that its footer and size look intact (issue 44.11); its path."""
+    import glob
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = sorted(glob.glob(os.path.join(lake, "state", f"tick={tick}", "**", "*.parquet"),
+                         recursive=True))[0]
+    t = pq.read_table(f)
+    i = t.schema.get_field_index(col)
+    pq.write_table(t.set_column(i, t.schema.field(i),
+                                pa.nulls(t.num_rows, t.schema.field(i).type)), f)
+    rel = os.path.relpath(f, os.path.join(lake, "state"))
+    for lf in glob.glob(os.path.join(lake, "state", "_delta_log", "*.json")):
+        rows = [json.loads(x) for x in open(lf) if x.strip()]
+        for o in rows:
+            if "add" in o and o["add"]["path"] == rel:
+                o["add"]["size"] = os.path.getsize(f)  # the size the log records: intact
+        with open(lf, "w") as fh:
+            fh.write("\n".join(json.dumps(o) for o in rows) + "\n")
+    return f
+
+
 def copy_lake(src: str, dst: str) -> str:
     shutil.copytree(src, dst)
     return dst

@@ -367,25 +367,10 @@ def test_nulls_in_a_state_file_are_damage_not_an_old_layout(base, tmp_path, col,
     ev read as no evidence), crashed (a null template) or advised `hypo lake migrate` (no
     kind), which had nothing to do.  Now verify --deep names the file and the tick refuses
     with the repair: re-running the tick that wrote it."""
-    import json
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from lakehelp import null_state_column
 
     lake = _copy(base, tmp_path)
-    f = sorted(glob.glob(os.path.join(lake, "state", "tick=7", "**", "*.parquet"),
-                         recursive=True))[0]
-    t = pq.read_table(f)
-    i = t.schema.get_field_index(col)
-    pq.write_table(t.set_column(i, t.schema.field(i), pa.nulls(t.num_rows, t.schema.field(i).type)), f)
-    rel = os.path.relpath(f, os.path.join(lake, "state"))
-    for lf in glob.glob(os.path.join(lake, "state", "_delta_log", "*.json")):
-        rows = [json.loads(x) for x in open(lf) if x.strip()]
-        for o in rows:
-            if "add" in o and o["add"]["path"] == rel:
-                o["add"]["size"] = os.path.getsize(f)  # the size the log records: intact
-        with open(lf, "w") as fh:
-            fh.write("\n".join(json.dumps(o) for o in rows) + "\n")
+    null_state_column(lake, 7, col)
     assert hypo("lake", "--lake", lake, "verify")[0] == 0  # the footer is fine
     rc, out, err = hypo("lake", "--lake", lake, "verify", "--deep")
     assert rc == 1 and "(a damaged file)" in out + err and "--from 7 --to 7" in out + err, \

@@ -552,23 +552,10 @@ def test_a_damaged_state_on_spark_is_one_line_and_no_worker_traceback(base, tmp_
     where its rows need values) is the part's result, raised on the driver as its class:
     `hypo lake tick` says it in one line, exit code 2 — before, the failed task had Spark
     log the Python worker's traceback above it."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from lakehelp import null_state_column
 
     lake = copy_lake(base, str(tmp_path / "lake"))
-    f = sorted(glob.glob(os.path.join(lake, "state", "tick=2", "**", "*.parquet"),
-                         recursive=True))[0]
-    t = pq.read_table(f)
-    i = t.schema.get_field_index("ev")
-    pq.write_table(t.set_column(i, t.schema.field(i), pa.nulls(t.num_rows, pa.int64())), f)
-    rel = os.path.relpath(f, os.path.join(lake, "state"))
-    for lf in glob.glob(os.path.join(lake, "state", "_delta_log", "*.json")):
-        rows = [json.loads(x) for x in open(lf) if x.strip()]
-        for o in rows:
-            if "add" in o and o["add"]["path"] == rel:
-                o["add"]["size"] = os.path.getsize(f)  # the size the log records: intact
-        with open(lf, "w") as fh:
-            fh.write("\n".join(json.dumps(o) for o in rows) + "\n")
+    null_state_column(lake, 2, "ev")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "tick",
                         "3", "--executor", "spark", "--master", "local[1]"], cwd=root,
