@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reasoning.util.atomic import write_json
+from reasoning.columnar.layout import FLOAT, INT, OBJ, STRLIST
 from reasoning.language.compiler import CompiledProgram
 from schemas.lake import arrow_schema
 
@@ -338,7 +339,6 @@ def compute(spark: Callable, ctx: TickContext, prev_files: list[str], facts_file
     (jobs/tick/spark_partitioned.py): its rows only, its own files."""
     if ctx.used == "spark" and SPARK_PLAN == "partitioned":
         return _compute_in_tasks(spark, ctx, prev_files, facts_files, bad_files, tm)
-    from reasoning.columnar.layout import INT, OBJ
     from reasoning.util.gcpause import frozen_survivors
     from reasoning.semantics.patterns import Fact
 
@@ -536,8 +536,6 @@ def _write_answers(io, answers_df, lake: Lake, tau: int, ans_dir: str, tag: str)
 
 def _answers_select(B, answers_df):
     """The rendered answers as the answers table's file columns."""
-    from reasoning.columnar.layout import FLOAT, OBJ
-
     ren = {"json": "line", "sort_key": "skey", "answer_key": "akey"}
     have = set(B.columns(answers_df))
     items = [B.alias(B.null(OBJ), "key") if c_ == "key" else
@@ -589,7 +587,6 @@ def _spark_commit(spark: Callable, ctx: "TickContext", kind: str, actions: list,
 def _quarantine_frame(B, v):
     """The slice's rejected and duplicate rows (not `ignored`) as quarantine rows, with the
     fact's text rebuilt from its columns."""
-    from reasoning.columnar.layout import INT, OBJ
     from reasoning.columnar.render.plan import BARE
 
     def cfmt(e):
@@ -700,10 +697,10 @@ def _answers_frame(B, objs: list[dict], conf=None):
 
 
 # the answers table's columns before renaming (akey, skey, line), as _answers_frame makes them
-ANSWER_KINDS = {"query": "obj", "status": "obj", "substitution": "obj", "excluded": "obj",
-                "excluded_combinations": "obj", "evidence": "strlist", "hypotheses": "strlist",
-                "deadline": "int", "atom": "obj", "akey": "obj", "skey": "obj", "line": "obj",
-                "confidence": "float"}
+ANSWER_KINDS = {"query": OBJ, "status": OBJ, "substitution": OBJ, "excluded": OBJ,
+                "excluded_combinations": OBJ, "evidence": STRLIST, "hypotheses": STRLIST,
+                "deadline": INT, "atom": OBJ, "akey": OBJ, "skey": OBJ, "line": OBJ,
+                "confidence": FLOAT}
 
 
 def run_tick(lake: Lake, tau: int, spark: Callable, executor: str = "auto",

@@ -164,10 +164,8 @@ class ColumnarEngine:
               for j in tp.neg])
             for tp in self.templates]
         self.stats = {"fallback_refs": 0}
-        # modular evaluation: templates with derived literals (step3_derived.py), and the
-        # last head time step 2 created per template read ahead (Engine._ahead)
+        # modular evaluation: templates with derived literals (step3_derived.py)
         self.derived = any(tp.der for tp in self.templates)
-        self.created_to: dict[int, int] = {}
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
 

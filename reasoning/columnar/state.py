@@ -88,9 +88,4 @@ def load_answers(eng, answers: Iterable, tick: int) -> None:
         rows = answer_rows(eng, k, P, lst, tick, born=-1)
         eng.S[k][P] = B.from_rows(rows, eng._schema(k, P))
     eng.tau = tick
-    # step 2 has created each derived predicate's answers up to tick + ahead(p)
-    # (Engine.resume_ahead)
-    for k, tp in enumerate(eng.templates):
-        n = eng.tool.ahead.get(tp.head.pred, 0) if tp.qid != eng.main_qid else 0
-        if n > 0:
-            eng.created_to[k] = tick + n
+    eng.tool.resume_ahead(tick)  # (step 2's head times created ahead: Engine.step2_times)

@@ -12,15 +12,9 @@ def step2(eng, tau: int, present: dict) -> None:
     """Step 2 for every template (`present` = D|τ ∪ W, by predicate); a derived
     predicate's template read ahead (Engine._ahead: modular evaluation) also at the head
     times up to τ + ahead(p) not created before (Engine._step2)."""
-    ahead = eng.tool.ahead
     for k, tp in enumerate(eng.templates):
-        n = ahead.get(tp.head.pred, 0) if tp.qid != eng.main_qid else 0
-        if n <= 0:
-            new_answer(eng, k, tau, present)
-            continue
-        for ht in range(eng.created_to.get(k, tau - 1) + 1, tau + n + 1):
+        for ht in eng.tool.step2_times(tp, tau):  # (the row engine's record of them)
             new_answer(eng, k, tau, present, ht)
-        eng.created_to[k] = tau + n
 
 
 def new_answer(eng, k: int, tau: int, present: Optional[dict] = None,

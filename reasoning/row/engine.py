@@ -577,26 +577,37 @@ class Engine:
                 break
         return ahead
 
+    def ahead_of(self, tp: ETemplate) -> int:
+        """How far ahead of τ step 2 creates tp's answers (_ahead; 0: at τ only)."""
+        return self.ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
+
     def resume_ahead(self, tau: int) -> None:
-        """After S_τ was loaded into a new engine (the lake's row executor): step 2 has
-        created each derived predicate's answers up to τ + ahead(p) (_step2)."""
+        """After S_τ was loaded into a new engine (the lake's row executor, the columnar
+        executor's load_answers): step 2 has created each derived predicate's answers up to
+        τ + ahead(p) (step2_times)."""
         for tp in self.templates:
-            k = self.ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
+            k = self.ahead_of(tp)
             if k > 0:
                 self._created_to[tp.tid] = tau + k
+
+    def step2_times(self, tp: ETemplate, tau: int) -> range:
+        """The head times of tp's step-2 answers at τ: τ, or for a derived predicate read
+        ahead (_ahead) those up to τ + ahead(p) not created before (recorded as created;
+        the columnar executor's step 2 reads them too)."""
+        k = self.ahead_of(tp)
+        if k <= 0:
+            return range(tau, tau + 1)
+        out = range(self._created_to.get(tp.tid, tau - 1) + 1, tau + k + 1)
+        self._created_to[tp.tid] = tau + k
+        return out
 
     def _step2(self, tp: ETemplate, tau: int, present=None) -> None:
         """Algorithm 1, step 2: ⟨P, θσ, ∅, Hσ⟩ with σ = [T := τ] if every positive
         element of Hσ is potentially future (w.r.t. τ) and none has arrived (exact.py);
         for a derived predicate read ahead (_ahead), the head times up to τ + ahead(p) not
-        created before."""
-        k = self.ahead.get(tp.head.pred, 0) if tp.qid != self.main_qid else 0
-        if k <= 0:
-            self._step2_at(tp, tau, tau, present)
-            return
-        for ht in range(self._created_to.get(tp.tid, tau - 1) + 1, tau + k + 1):
+        created before (step2_times)."""
+        for ht in self.step2_times(tp, tau):
             self._step2_at(tp, ht, tau, present)
-        self._created_to[tp.tid] = tau + k
 
     def _step2_at(self, tp: ETemplate, ht: int, tau: int, present=None) -> None:
         """Step 2's answer of tp with head time ht (τ, or later for _ahead)."""

@@ -149,6 +149,7 @@ class Session:
         self.renderer = None
         self.ex: Optional[Explainer] = None
         self.unsupported: Optional[str] = None  # why the columnar executor cannot run it
+        self._view: Optional[tuple] = None  # (report, Explainer over the columnar S_τ)
         if engine == "columnar":
             from reasoning.columnar import Unsupported
 
@@ -292,6 +293,7 @@ class Session:
             return n, False
         from reasoning.columnar.layout import row_to_answer
 
+        self._view = None  # (S_τ changes)
         col = self.col
         B = col.B
         keep_rows = getattr(B, "keep_rows", None)
@@ -330,11 +332,9 @@ class Session:
         if self.col is not None:
             if not ground and not self.cp.modular:
                 return [json.loads(x) for x in self.lines(all_queries, include_pending)]
-            # (derived literals' ways: the row engine's Explainer over S_τ and W)
-            view = self.col.row_view(window=bool(self.cp.modular))
             snap = self.col.answers(self.rep.frames)
-            return answers_at(Explainer(view), self.tau, snap, all_queries, include_pending,
-                              ground)
+            return answers_at(self._explainer(), self.tau, snap, all_queries,
+                              include_pending, ground)
         return answers_at(self.ex, self.tau, self.rep.snapshot, all_queries, include_pending,
                           ground)
 
@@ -346,11 +346,19 @@ class Session:
             if not frames:
                 return set()
             if self.cp.modular:  # (derived literals: the row engine's Explainer, objects())
-                ex = Explainer(self.col.row_view(window=True))
+                ex = self._explainer()
                 return {answer_key(ex.render(a, self.tau)) for a in self.col.answers(frames)}
             return {answer_key(json.loads(x)) for x in
                     self.renderer.lines(frames, self.tau, False, True)}
         return {answer_key(self.ex.render(a, self.tau)) for a in self.rep.new_definite}
+
+    def _explainer(self) -> Explainer:
+        """The columnar executor's S_τ in the row engine's Explainer (its rare renderings;
+        a program with derived literals: their ways, read with W and step 2's head times
+        created ahead), built once a tick (prune_main drops it: S_τ changed)."""
+        if self._view is None or self._view[0] is not self.rep:
+            self._view = (self.rep, Explainer(self.col.row_view(window=bool(self.cp.modular))))
+        return self._view[1]
 
     def keyed(self, all_queries: bool = False, include_pending: bool = False):
         """The current lines with their keys for --changes (keyed.KeyedLines, or a frame of
