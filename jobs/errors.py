@@ -38,8 +38,14 @@ class LakeDamaged(LakeError):
     the table, version and file; `hypo lake verify` lists every such problem)."""
 
 
+class TaskLibraryError(Exception):
+    """A library's error (library_error) inside a Spark task of the tick, raised on the
+    driver with the worker's text (jobs/tick/spark_partitioned.py)."""
+
+
 def library_error(e: BaseException) -> bool:
     """An error raised inside deltalake, pyarrow, Polars or Spark (reading a damaged lake),
-    rather than by this project."""
+    here or in a Spark task, rather than by this project."""
     mod = type(e).__module__ or ""
-    return mod.startswith(("deltalake", "pyarrow", "polars", "pyspark", "py4j", "_internal"))
+    return isinstance(e, TaskLibraryError) or mod.startswith(
+        ("deltalake", "pyarrow", "polars", "pyspark", "py4j", "_internal"))

@@ -547,22 +547,34 @@ def test_the_jvm_incubator_warning_is_not_printed():
     assert "incubator" not in p.stderr and "python stderr" in p.stderr
 
 
-def test_a_damaged_state_on_spark_is_one_line_and_no_worker_traceback(base, tmp_path):
-    """An error of the tick itself inside the Spark task (here a state file with nulls
-    where its rows need values) is the part's result, raised on the driver as its class:
-    `hypo lake tick` says it in one line, exit code 2 — before, the failed task had Spark
-    log the Python worker's traceback above it."""
+@pytest.mark.parametrize("damage", ["nulls", "pages"])
+def test_a_damaged_state_on_spark_is_one_line_and_no_worker_traceback(base, tmp_path, damage):
+    """An error inside the Spark task — of the tick itself (a state file with nulls where
+    its rows need values: LakeDamaged) or of a reader inside a file (its data pages
+    overwritten, the footer intact: Polars' error) — is the part's result, raised on the
+    driver: `hypo lake tick` says it in one line naming the file, exit code 2 — before, the
+    failed task had Spark log the Python worker's traceback above it."""
     from lakehelp import null_state_column
 
     lake = copy_lake(base, str(tmp_path / "lake"))
-    null_state_column(lake, 2, "ev")
+    if damage == "nulls":
+        null_state_column(lake, 2, "ev")
+        want = "hypo lake: error: the state of tick 2 has"
+    else:
+        f = sorted(glob.glob(os.path.join(lake, "state", "tick=2", "**", "*.parquet"),
+                             recursive=True))[0]
+        data = bytearray(open(f, "rb").read())
+        data[4:len(data) // 3] = b"\xff" * (len(data) // 3 - 4)
+        with open(f, "wb") as fh:
+            fh.write(data)
+        want = "the file's data cannot be decoded"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-m", "hypo_cli", "lake", "--lake", lake, "tick",
                         "3", "--executor", "spark", "--master", "local[1]"], cwd=root,
                        capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": root})
     assert p.returncode == 2, p.stderr[-2000:]
-    assert "hypo lake: error: the state of tick 2 has" in p.stderr, p.stderr[-2000:]
+    assert want in p.stderr, p.stderr[-2000:]
     assert "Traceback" not in p.stderr and "ERROR" not in p.stderr, p.stderr[-3000:]
 
 

@@ -203,6 +203,10 @@ def compute_in_tasks(spark, ctx, prev_files: list, facts_files: list, bad_files:
     for o in outs:
         if "error" in o:  # a part's LakeError, raised as itself on the driver
             _raise_as(*o["error"])
+        if "library_error" in o:  # (run_tick then names the damaged input file)
+            from jobs.errors import TaskLibraryError
+
+            raise TaskLibraryError(o["library_error"])
     TASK_PHASES.clear()
     TASK_PHASES.update(outs[0].get("phases", {}))
     tm.lap(f"the tick's job ({n} task{'s' if n > 1 else ''}: validation, engine, files)")
@@ -239,13 +243,16 @@ def _task(i: int, spec: dict) -> bytes:
         out["phases"] = dict(tm.phases)
         return pickle.dumps(out)
     except Exception as e:
-        from jobs.errors import LakeError
+        from jobs.errors import LakeError, library_error
 
+        # an error of the tick itself (a damaged file, a program mismatch) or a reader's
+        # inside a file: the part's result, raised on the driver — a failed task would have
+        # Spark log the worker's traceback above hypo's one-line error
         if isinstance(e, LakeError):
-            # an error of the tick itself (a damaged file, a program mismatch): the part's
-            # result, raised on the driver (_raise_as) — a failed task would have Spark log
-            # the worker's traceback above hypo's one-line error
             return pickle.dumps({"error": (type(e).__name__, str(e))})
+        if library_error(e):
+            return pickle.dumps({"library_error": f"{type(e).__module__}."
+                                                  f"{type(e).__name__}: {e}"})
         raise
 
 
