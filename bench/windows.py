@@ -14,6 +14,7 @@ definite answers after the last deadline are compared with MeTeoR's at the integ
     .venv/bin/python bench/windows.py --program w3 --constants 10 100 --p 0.05 --engine auto
     .venv/bin/python bench/windows.py --family 210 --constants 3 --ticks 20 [--bound 10]
     .venv/bin/python bench/windows.py --family 60 --executors --constants 3 --ticks 12
+    .venv/bin/python bench/windows.py --program w1 --engine row --windows unfold literal
 """
 from __future__ import annotations
 
@@ -65,13 +66,13 @@ def facts(constants: int, ticks: int, p: float, seed: int) -> list[tuple[str, st
             if rnd.random() < p]
 
 
-def run_hypo(text: str, fs, ticks: int, engine: str) -> tuple[float, str]:
+def run_hypo(text: str, fs, ticks: int, engine: str, windows: str = "unfold") -> tuple[float, str]:
     """In process (Session.step tick by tick, nothing rendered): seconds, the executor."""
     from reasoning.language.compiler import compile_program
     from reasoning.run.session import Session
     from reasoning.semantics.patterns import Fact
 
-    cp = compile_program(text, "windows.tdl")
+    cp = compile_program(text, "windows.tdl", windows=windows)
     stream: dict = {}
     for e, c, t in fs:
         stream.setdefault(t, []).append(Fact(e, (c,), t))
@@ -82,7 +83,7 @@ def run_hypo(text: str, fs, ticks: int, engine: str) -> tuple[float, str]:
     return time.perf_counter() - t0, sess.why()
 
 
-def run_cli(text: str, fs, ticks: int, engine: str) -> tuple[float, set]:
+def run_cli(text: str, fs, ticks: int, engine: str, windows: str = "unfold") -> tuple[float, set]:
     """End to end: `hypo run --format jsonl` of the stream file (process start included):
     seconds, the definite answers (constant, tick) it printed."""
     with tempfile.TemporaryDirectory() as d:
@@ -94,7 +95,8 @@ def run_cli(text: str, fs, ticks: int, engine: str) -> tuple[float, set]:
         t0 = time.perf_counter()
         out = subprocess.run([str(ROOT / ".venv" / "bin" / "hypo"), "run", prog, "--stream",
                               stream, "--format", "jsonl", "--engine", engine, "--until",
-                              str(ticks + 7)], check=True, capture_output=True, text=True)
+                              str(ticks + 7), "--windows", windows], check=True,
+                             capture_output=True, text=True)
         dt = time.perf_counter() - t0
     definite = set()
     for line in out.stdout.splitlines():
@@ -284,6 +286,8 @@ def main(argv=None) -> int:
     ap.add_argument("--p", type=float, default=0.4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--engine", nargs="+", default=["auto", "row", "columnar"])
+    ap.add_argument("--windows", nargs="+", default=["unfold"], choices=["unfold", "literal"],
+                    help="positive diamonds unfolded, or one literal each (issue 45.2)")
     ap.add_argument("--family", type=int, metavar="N",
                     help="instead: N random programs of issue 45's family (--bound, "
                          "--constants, --ticks of their streams)")
@@ -308,9 +312,9 @@ def main(argv=None) -> int:
             size = f"{n} × {args.ticks}"
             print(f"| {name} | {size} | {len(fs)} | MeTeoR semi-naive | {ms:.2f} | – | "
                   f"{len(mdef)} | – |", flush=True)
-            for eng in args.engine:
-                s, why = run_hypo(text, fs, args.ticks, eng)
-                e2e, d = run_cli(text, fs, args.ticks, eng)
+            for eng, win in [(e, w) for w in args.windows for e in args.engine]:
+                s, why = run_hypo(text, fs, args.ticks, eng, win)
+                e2e, d = run_cli(text, fs, args.ticks, eng, win)
                 # (MeTeoR's points are 0..ticks+7; a past window from 0 makes later heads
                 # definite already: those are not compared)
                 d = {x for x in d if x[1] < args.ticks + 8}
@@ -318,7 +322,8 @@ def main(argv=None) -> int:
                     print(f"DISAGREE {name} {n} {eng}: ours−MeTeoR {sorted(d - mdef)[:5]}, "
                           f"MeTeoR−ours {sorted(mdef - d)[:5]}", file=sys.stderr)
                     return 1
-                print(f"| {name} | {size} | {len(fs)} | hypo `{eng}` | {s:.2f} | {e2e:.2f} | "
+                what = f"hypo `{eng}`" + ("" if win == "unfold" else f", `--windows {win}`")
+                print(f"| {name} | {size} | {len(fs)} | {what} | {s:.2f} | {e2e:.2f} | "
                       f"{len(d)} | {why} |", flush=True)
     return 0
 

@@ -43,7 +43,8 @@ def init(lake: str, program_path: str, query: Optional[str] = None,
     if not asked and L.exists():  # init again: the mode the lake was made with
         asked = L.program_info.get("modular", "never")
     mode = modular_mode(asked)
-    cp = compile_file(program_path, query, mode)  # ProgramError: reported with its location
+    # windows unfolded: the state table's layout (a literal window runs on the row engine)
+    cp = compile_file(program_path, query, mode, "unfold")  # ProgramError: with its location
     from reasoning.columnar.engine import too_long
 
     why = too_long(cp)

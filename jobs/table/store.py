@@ -132,7 +132,7 @@ class Lake:
                 f"list of predicates: restore the file from a backup")
         try:  # a lake made before modular evaluation (no "modular") unfolded every predicate
             cp = compile_program(text, info.get("file", "program.tdl"), info.get("query"),
-                                 mode)
+                                 mode, "unfold")
         except ProgramError as e:
             raise ProgramMismatch(f"the stored program no longer compiles: {e.message}") from None
         if sorted(cp.modular) != kept:

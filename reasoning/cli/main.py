@@ -19,7 +19,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from reasoning.run.changes import Changes
 from reasoning.columnar.backends.choice import BACKENDS, default_backend
-from reasoning.language.compiler import compile_file, describe_text, dumps
+from reasoning.language.compiler import WINDOW_MODES, compile_file, describe_text, dumps
 from reasoning.language.errors import HypoError, ProgramError
 from reasoning.language.modular import MODES
 from reasoning.semantics.explain import DEFINITE, HYPOTHETICAL, answer_key, format_atom_answer
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             elif isinstance(e, FileExistsError):  # makedirs met a file on the way
                 reason = "a part of its folder is a file, not a directory"
             raise HypoError(f"--report {args.report}: {reason}") from None
-    cp = compile_file(args.program, args.query, args.modular)
+    cp = compile_file(args.program, args.query, args.modular, args.windows)
     for w in cp.warnings:
         print(w.format(), file=err)
     with open_stream(args.stream) as fh:
@@ -262,7 +262,7 @@ def _text_derived(out, o: dict) -> None:
 
 
 def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -> int:
-    cp = compile_file(args.program, args.query, args.modular)
+    cp = compile_file(args.program, args.query, args.modular, args.windows)
     for w in cp.warnings:
         print(w.format(), file=err or sys.stderr)
     from reasoning.columnar.engine import row_by_row, too_long, unsupported
@@ -270,6 +270,7 @@ def check(args: argparse.Namespace, out: TextIO, err: Optional[TextIO] = None) -
     why = unsupported(cp)
     if why is not None:  # answered alike by every `hypo run` executor; the lake: see init
         lake = ("`hypo lake init` refuses it" if too_long(cp) else
+                "the lake unfolds its windows" if cp.windows else
                 "so does the lake, whatever --executor says")
         print(f"{args.program}: note: {why}: `hypo run` answers it on the row engine whatever "
               f"--engine says, {lake}", file=err or sys.stderr)
@@ -304,6 +305,13 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _windows_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--windows", choices=WINDOW_MODES, default=None,
+                   help="positive diamonds (docs/language.md): unfold (the default, or "
+                        "$HYPO_WINDOWS) one rule per tick of the window; literal: one literal "
+                        "on a time variable bound to the window (row engine)")
+
+
 def _modular_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modular", choices=MODES, default=None,
                    help="modular evaluation (docs/language.md): auto (the default, "
@@ -322,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--query", help="the main query atom, e.g. 'OK(X, T)'")
     c.add_argument("--format", choices=["text", "json"], default="text")
     _modular_arg(c)
+    _windows_arg(c)
     r = sub.add_parser("run", help="run a program over a JSON-lines stream")
     r.add_argument("program")
     r.add_argument("--stream", required=True,
@@ -330,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
                         '{"tick": 7} completes the ticks before 7)')
     r.add_argument("--query")
     _modular_arg(r)
+    _windows_arg(r)
     r.add_argument("--until", type=tick_arg, help="last tick to process")
     r.add_argument("--format", choices=["text", "jsonl"], default="text")
     r.add_argument("--all-queries", action="store_true", help="also the auxiliary queries")

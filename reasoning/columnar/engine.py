@@ -64,7 +64,11 @@ class Unsupported(HypoError):
 
 def unsupported(cp: CompiledProgram, templates=None) -> Optional[str]:
     """Why the columnar executor cannot run a program (None: it can), with the rule that
-    makes a template long; templates: the program's, if compiled already."""
+    makes a template long, or its windows as one literal; templates: the program's, if
+    compiled already."""
+    if cp.windows and any(tp.windows for q in cp.queries for tp in q.templates):
+        return ("its windows are one literal each (--windows literal), which the columnar "
+                "executor does not take")
     return too_long(cp, templates)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 from reasoning.language.analysis import Analysis, Delays, analyse
 from reasoning.language.errors import HypoError, ProgramError, ProgramWarning
 from reasoning.language.modular import MODES, blocked_note, certainly_over, choose
+from reasoning.language.metric import lifted_window
 from reasoning.language.preprocess import MAX_TEMPLATES, Query, build_queries
 from reasoning.language.syntax import Atom, Lrp, Program, Span, Time, Var
 
@@ -28,6 +29,7 @@ class CompiledProgram:
     text_hash: str
     warnings: tuple[ProgramWarning, ...] = ()
     modular: frozenset = frozenset()  # IDB predicates kept as derived literals (modular.py)
+    windows: bool = False  # positive diamonds as one literal (issue 45.2; windows_mode)
 
     @property
     def main(self) -> Query:
@@ -93,6 +95,8 @@ class CompiledProgram:
                             "hypotheses": [str(l) for l in tp.literals],
                             "nogoods": [dict(n) for n in tp.nogoods],
                             "time_min": dict(tp.time_min),
+                            **({"windows": [list(w) for w in tp.windows]}
+                               if tp.windows else {}),
                             **({"periodic": {v: d.to_json() for v, d in tp.periodic}}
                                if tp.periodic else {}),
                         }
@@ -126,15 +130,32 @@ def modular_mode(modular: Optional[str] = None) -> str:
     return mode
 
 
+def windows_mode(windows: Optional[str] = None) -> str:
+    """How positive diamonds are pre-processed: `windows`, else $HYPO_WINDOWS, else unfold
+    (one rule per tick of the window); literal: one literal on a time variable constrained
+    to the window (issue 45.2)."""
+    mode = windows or os.environ.get("HYPO_WINDOWS") or "unfold"
+    if mode not in WINDOW_MODES:
+        raise HypoError(f"unknown window mode {mode!r} ($HYPO_WINDOWS or --windows: "
+                        f"{', '.join(WINDOW_MODES)})")
+    return mode
+
+
+WINDOW_MODES = ("unfold", "literal")
+
+
 def compile_program(text: str, file: str = "<input>", query: Optional[str] = None,
-                    modular: Optional[str] = None) -> CompiledProgram:
+                    modular: Optional[str] = None,
+                    windows: Optional[str] = None) -> CompiledProgram:
     """Parse, check, analyse and pre-process a program (raises ProgramError on bad input).
-    modular: auto, never or always (modular.py; default $HYPO_MODULAR, else auto)."""
+    modular: auto, never or always (modular.py; default $HYPO_MODULAR, else auto);
+    windows: unfold or literal (windows_mode)."""
     from reasoning.language.parser import parse_atom, parse_program_with_spans
     from reasoning.language.wellformed import (check_program, delay_warnings, edb_predicates, idb_predicates,
                              predicate_arities)
 
-    prog, spans = parse_program_with_spans(text, file)
+    literal = windows_mode(windows) == "literal"
+    prog, spans = parse_program_with_spans(text, file, literal)
     qspan = prog.query_span
     if query is not None:
         qatom = parse_atom(query, "--query", prog.rigid)
@@ -167,8 +188,10 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     kept = choose(prog, an, mode) if mode == "always" else frozenset()
     if mode == "auto" and certainly_over(prog, an, prog.query.pred, MAX_TEMPLATES):
         kept = choose(prog, an, mode)  # (the unfolding would fail at the budget below)
+    if literal:  # a lifted diamond is resolved as one literal, never kept
+        kept = frozenset(p for p in kept if lifted_window(p) is None)
     try:
-        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
+        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept, literal)
     except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
         over = mode == "auto" and "budget" in e.message
         kept = choose(prog, an, mode) if over else kept
@@ -177,7 +200,9 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
             if note:
                 raise ProgramError(e.message + note, e.span, e.source) from None
             raise
-        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept)
+        if literal:
+            kept = frozenset(p for p in kept if lifted_window(p) is None)
+        queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept, literal)
     consts = set(prog.domain)
     for r in list(prog.rules) + list(prog.facts):
         for a in [r.head] + [l.atom for l in r.body]:
@@ -190,7 +215,7 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     domain = tuple(sorted(consts))
     h = hashlib.sha256(text.encode()).hexdigest()
     warns = tuple(ProgramWarning(m, sp, prog.source) for sp, m in delay_warnings(prog, spans))
-    return CompiledProgram(prog, an, delays, queries, domain, h, warns, kept)
+    return CompiledProgram(prog, an, delays, queries, domain, h, warns, kept, literal)
 
 
 def _check_termination(prog: Program, an: Analysis, qspan: Span) -> None:
@@ -235,10 +260,10 @@ def read_program_text(path: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def compile_file(path: str, query: Optional[str] = None,
-                 modular: Optional[str] = None) -> CompiledProgram:
+def compile_file(path: str, query: Optional[str] = None, modular: Optional[str] = None,
+                 windows: Optional[str] = None) -> CompiledProgram:
     """Compile a program file."""
-    return compile_program(read_program_text(path), str(path), query, modular)
+    return compile_program(read_program_text(path), str(path), query, modular, windows)
 
 
 def describe_text(cp: CompiledProgram) -> str:

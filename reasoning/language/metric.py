@@ -258,8 +258,12 @@ def _gen(atom: Atom, positive: bool, o: Operand) -> GenLiteral:
 class Translator:
     """Translates the rules of one program; remembers the auxiliary predicates it made."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, windows: bool = False):
         self.source = source
+        # windows as one literal (issue 45.2): every positive diamond is lifted, and
+        # pre-processing resolves its auxiliary atom as the operand at a time variable
+        # constrained to the window (preprocess.Preprocessor._window)
+        self.windows = windows
         self.aux_rules: dict[str, list[GenRule]] = {}
         self.aux_spans: dict[str, Span] = {}  # where each was first written
 
@@ -349,6 +353,11 @@ class Translator:
             return item
         return PlainLiteral(Literal(atom, True), Operand(atom, m.span))
 
+    def _aux_lift(self, m: MetricLiteral) -> BodyItem:
+        """A positive diamond as one literal on its auxiliary predicate (windows)."""
+        atom = self._aux_window(m)
+        return PlainLiteral(Literal(atom, True), Operand(atom, m.span))
+
     def _size(self, items: list[BodyItem]):
         """(cases per item, rules, body literals in all, the item that passes MAX_RULES)."""
         alts = []
@@ -372,6 +381,10 @@ class Translator:
         operator it can as one literal on an auxiliary predicate (_lift, issue 45), which
         modular evaluation keeps as a derived literal (modular.py); other rules are
         translated as written, unchanged."""
+        if self.windows:
+            items = [self._aux_lift(it) if isinstance(it, MetricLiteral) and it.positive
+                     and it.op.startswith("Diamond") and it.hi > it.lo else it
+                     for it in items]
         alts, total, lits, over = self._size(items)
         if over is not None or lits > MAX_TRANSLATED:
             lifted = [self._lift(it) for it in items]

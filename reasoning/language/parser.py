@@ -67,8 +67,10 @@ def parse_program(text: str, file: str = "<input>") -> Program:
     return parse_program_with_spans(text, file)[0]
 
 
-def parse_program_with_spans(text: str, file: str = "<input>") -> tuple[Program, SpanTable]:
-    """Parse a program text; also return the spans of its atoms and terms."""
+def parse_program_with_spans(text: str, file: str = "<input>",
+                             windows: bool = False) -> tuple[Program, SpanTable]:
+    """Parse a program text; also return the spans of its atoms and terms.  windows: every
+    positive diamond lifted to one literal on an auxiliary predicate (issue 45.2)."""
     fast = delaylines.scan(text)  # many per-instance #delay lines: read without lark
     if fast:
         try:
@@ -76,9 +78,9 @@ def parse_program_with_spans(text: str, file: str = "<input>") -> tuple[Program,
         except UnexpectedInput:
             tree = None  # the error is reported from the text as written, below
         if tree is not None and not delaylines.spanned(tree, fast):
-            return _ProgramBuilder(text, file).build(tree, fast)
+            return _ProgramBuilder(text, file, windows).build(tree, fast)
     tree = _parse_tree(text, file, "start")
-    return _ProgramBuilder(text, file).build(tree)
+    return _ProgramBuilder(text, file, windows).build(tree)
 
 
 def parse_atom(text: str, file: str = "<arg>", rigid: Optional[Mapping[str, int]] = None) -> Atom:
@@ -451,7 +453,7 @@ def _parse_single_atom(
 class _ProgramBuilder:
     """Builds a `Program` and its `SpanTable` from a lark tree (one use per parse)."""
 
-    def __init__(self, source: str, file: str):
+    def __init__(self, source: str, file: str, windows: bool = False):
         self.source = source
         self.file = file
         self.rigid: dict[str, int] = {}
@@ -464,7 +466,7 @@ class _ProgramBuilder:
         self.query_span = Span(file)
         self.query_stmt_span: Optional[Span] = None
         self.spans: SpanTable = {}
-        self.translator = Translator(source)
+        self.translator = Translator(source, windows)
         self.aux_done: set[str] = set()
         self.translations: list[Translation] = []
         self.fact_times: dict[int, Lrp] = {}

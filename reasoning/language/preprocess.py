@@ -12,8 +12,10 @@ from typing import Iterator, Mapping, Optional, Union
 
 from reasoning.language.analysis import SEARCH_CAP, blowup, search_size
 from reasoning.language.errors import ProgramError
+from reasoning.language.metric import lifted_window
 from reasoning.language.periodic import TimeDomain
-from reasoning.language.syntax import Atom, Const, Literal, Lrp, Program, Rule, Span, Time, Var
+from reasoning.language.syntax import (Atom, Const, Literal, Lrp, Program, Rule, Span, Time, Var,
+                                      Within)
 
 Term = Union[Var, Const, Time]
 Subst = dict[str, Term]
@@ -52,6 +54,9 @@ class Template:
     # literals kept by modular evaluation (positive, of an IDB predicate): decided by the
     # answers of their auxiliary query at step 3, not unfolded (issue 45)
     derived: tuple[int, ...] = ()
+    # windows as one literal (issue 45.2): (V, U, lo, hi) for lo ≤ V − U ≤ hi, or
+    # (V, None, lo, hi) for lo ≤ V ≤ hi — a diamond's operand at a time variable V
+    windows: tuple[tuple[str, Optional[str], int, int], ...] = ()
 
     def variables(self) -> tuple[str, ...]:
         out: set[str] = set(self.head.variables())
@@ -59,6 +64,7 @@ class Template:
             out.update(l.atom.variables())
         out.update(v for v, _ in self.time_min)
         out.update(v for v, _ in self.periodic)
+        out.update(x for v, u, _, _ in self.windows for x in (v, u) if x is not None)
         return tuple(sorted(out))
 
     def __str__(self) -> str:
@@ -69,6 +75,8 @@ class Template:
         )
         ng += "".join(f" | {v} ≥ {k}" for v, k in self.time_min)
         ng += "".join(f" | {d.text(v)}" for v, d in self.periodic)
+        ng += "".join(f" | {lo} ≤ {v}{'' if u is None else ' − ' + u} ≤ {hi}"
+                      for v, u, lo, hi in self.windows)
         return f"⟨[{th}], {{{hs}}}{ng}⟩" if th else f"⟨∅, {{{hs}}}{ng}⟩"
 
 
@@ -173,7 +181,7 @@ def _subsumes(a: Template, b: Template, index: Optional["_Index"] = None) -> boo
     restricted by nogoods or time bounds covers fewer instances: it subsumes nothing.
     Literals sharing no variable unbound by the head are matched independently, each group
     by backtracking with an explicit stack (no recursion limit at any size)."""
-    if a.nogoods or a.time_min or a.periodic:
+    if a.nogoods or a.time_min or a.periodic or a.windows:
         return False
     s = _match_atom(a.head, b.head, {})
     if s is None:
@@ -362,8 +370,10 @@ class Preprocessor:
     """Computes 𝐐 and P_Q for every query (002 §2 and Example 4)."""
 
     def __init__(self, prog: Program, idb: set[str], rigid: Mapping[str, int],
-                 modular: frozenset = frozenset()):
+                 modular: frozenset = frozenset(), windows: bool = False):
         self.prog = prog
+        self.windows = windows  # a lifted diamond resolved as one literal (_window)
+        self._reach: Optional[set] = None  # _reaches_modular
         self.idb = idb
         self.modular = modular  # IDB predicates kept as derived literals (modular.py)
         self.rigid = dict(rigid)
@@ -491,12 +501,53 @@ class Preprocessor:
             return out
         if level >= self.max_height:
             raise self._nontermination_error(query, span, origin)
+        if self.windows and sel.pred in self.idb:
+            w = lifted_window(sel.pred)
+            got = None if w is None else self._window(sel, w, level, rest, kept, s, resolved)
+            if got is not None:
+                return got
         out = []
         for rule in reversed(self.rules_by_pred.get(sel.pred, [])):
             step = _resolve(sel, rule, next(self.counter), s)
             if step is not None:
                 out.append((_push(step[0], level + 1, rule, rest), kept, step[1], resolved))
         return out
+
+    def _window(self, sel: Atom, w: tuple, level: int, rest, kept, s: Subst, resolved):
+        """A lifted diamond `Op[a,b] A(x̄, R)` resolved once (issue 45.2): its operand at a
+        fresh time variable V ∈ [R−b, R−a] (back) or [R+a, R+b] (forward), instead of one
+        resolution per tick of the window; None where the operand reaches a derived literal
+        (modular evaluation decides those at a tick: the window is unfolded)."""
+        op, lo, hi = w
+        rule = self.rules_by_pred[sel.pred][0]  # Aux(x̄, T) :- A(ȳ, T ± lo)
+        n = next(self.counter)
+        step = _resolve(sel, rule, n, s)
+        if step is None:
+            return []
+        (lit,), s2 = step
+        if lit.atom.pred in self._reaches_modular():
+            return None
+        ref = walk_time(sel.time, s2)  # type: ignore[arg-type]
+        var = Time(f"S#{n}", 0)
+        within = Within(var, ref, -hi, -lo) if op == "Diamondminus" else Within(var, ref, lo, hi)
+        body = (Literal(Atom(lit.atom.pred, lit.atom.args, var), True),)
+        return [(_push(body, level + 1, rule, rest), kept, s2, (within, resolved))]
+
+    def _reaches_modular(self) -> set:
+        """The predicates whose unfolding meets a derived literal (modular evaluation)."""
+        got = self._reach
+        if got is None:
+            got = set(self.modular)
+            changed = True
+            while changed:
+                changed = False
+                for p, rules in self.rules_by_pred.items():
+                    if p not in got and any(l.atom.pred in got for r in rules for l in r.body
+                                            if l.positive):
+                        got.add(p)
+                        changed = True
+            self._reach = got
+        return got
 
     def _selectable(self, l: Literal, level: int = 1) -> bool:
         """Positive IDB, rigid or periodic literals are resolved; EDB and negated ones are
@@ -608,7 +659,15 @@ class Preprocessor:
             return None
         bounds: dict[str, int] = {}
         domains: dict[str, TimeDomain] = {}
-        for tm, lrp in [r for r in resolved if not isinstance(r, Time)]:
+        wins: list = []
+        for r in resolved:
+            if isinstance(r, Within):
+                got = _within(r, s)
+                if got is False:
+                    return None
+                if got is not True:
+                    wins.append(got)
+        for tm, lrp in [r for r in resolved if not isinstance(r, (Time, Within))]:
             t = walk_time(tm, s)  # a positive periodic literal: t ∈ lrp
             if t.var is None:
                 if t.offset not in lrp:
@@ -670,6 +729,7 @@ class Preprocessor:
         if any((not l.positive) and l.atom in pos for l in lits):
             return None  # inconsistent hypotheses
         fixed = set(head.variables()) | set(bounds) | set(domains)
+        fixed.update(x for v, u, _, _ in wins for x in (v, u) if x is not None)
         fixed.update(v for n in nogoods for v, _ in n)
         fixed.update(v for l in lits if not l.positive for v in l.atom.variables())
         lits = core_literals(lits, fixed)
@@ -684,6 +744,11 @@ class Preprocessor:
             if a.time is not None and a.time.var is not None:
                 implied[a.time.var] = max(implied.get(a.time.var, -a.time.offset), -a.time.offset)
         extra = {v: k for v, k in bounds.items() if k > implied.get(v, -10 ** 9)}
+        if wins:  # over the variables left (a window's intermediate atom's time: projected)
+            wins = _closed_windows(wins, bounds, set(occurring))
+            if wins is None:
+                return None
+            extra = {v: k for v, k in extra.items() if v in occurring}
         for v in list(domains):  # natural time terms: v ≥ its lower bound
             lo = max(implied.get(v, -10 ** 9), bounds.get(v, -10 ** 9))
             d = domains[v].normal(lo if lo > -10 ** 9 else 0)
@@ -693,12 +758,15 @@ class Preprocessor:
                 del domains[v]
             else:
                 domains[v] = d
-        probed = sorted(set(extra) | set(domains))
+        probed = sorted(set(extra) | set(domains) |
+                        {x for v, u, _, _ in wins for x in (v, u) if x is not None})
         ren_probe = Atom("_", tuple(Var(v) for v in probed), None)
         head, lits, nogoods, probe = _readable(head, lits, nogoods, qvars, ren_probe)
         names = {v: t.name for t, v in zip(probe.args, probed)}
         time_min = tuple(sorted((names[v], extra[v]) for v in extra))
         periodic = tuple(sorted((names[v], d) for v, d in domains.items()))
+        windows = tuple(sorted(set((names[v], None if u is None else names[u], lo, hi)
+                                   for v, u, lo, hi in wins), key=str))
         lits.sort(key=_lit_sort_key)
         theta = []
         for v in sorted(qvars):
@@ -708,7 +776,7 @@ class Preprocessor:
         derived = tuple(i for i, l in enumerate(lits)
                         if l.positive and l.atom.pred in self.modular)
         return Template(head, tuple(theta), tuple(lits), tuple(sorted(set(nogoods))), time_min,
-                        periodic, derived)
+                        periodic, derived, windows)
 
     def _minimal(self, ts: list[Template]) -> tuple[Template, ...]:
         """Minimal hypothesis sets (000 Example 6): drop a template subsumed by a strictly
@@ -898,6 +966,63 @@ def _renamed(a: Atom, n: int) -> Atom:
     return Atom(a.pred, args, tm)
 
 
+def _within(w: Within, s: Subst):
+    """A window constraint under σ: True (holds), False (fails), or (V, U|None, lo, hi)
+    for lo ≤ V − U ≤ hi (U None: lo ≤ V ≤ hi) over time variables."""
+    v, u = walk_time(w.var, s), walk_time(w.ref, s)
+    d = v.offset - u.offset  # lo ≤ (V + vo) − (U + uo) ≤ hi
+    lo, hi = w.lo - d, w.hi - d
+    if v.var is None and u.var is None or v.var == u.var:
+        return lo <= 0 <= hi
+    if v.var is None:  # lo ≤ −U ≤ hi
+        return (u.var, None, -hi, -lo)
+    return (v.var, u.var, lo, hi)
+
+
+def _closed_windows(wins: list, lower: dict, keep: set) -> Optional[list]:
+    """Window constraints closed under implication (difference constraints: shortest paths)
+    and projected on the variables `keep` (an intermediate atom's time occurs in no
+    literal); `lower`: natural lower bounds V ≥ k; None if they admit no solution."""
+    BIG = 1 << 62
+    nodes = sorted({x for v, u, _, _ in wins for x in (v, u) if x is not None}) + [None]
+    at = {x: i for i, x in enumerate(nodes)}
+    n = len(nodes)
+    d = [[0 if i == j else BIG for j in range(n)] for i in range(n)]  # d[i][j] ≥ x_j − x_i
+
+    def edge(i: int, j: int, w: int) -> None:
+        if w < d[i][j]:
+            d[i][j] = w
+
+    for v, u, lo, hi in wins:
+        edge(at[u], at[v], hi)  # v − u ≤ hi
+        edge(at[v], at[u], -lo)  # u − v ≤ −lo
+    for v, k in lower.items():
+        if v in at:
+            edge(at[v], at[None], -k)  # 0 − v ≤ −k
+    for k in range(n):
+        dk = d[k]
+        for i in range(n):
+            dik = d[i][k]
+            if dik >= BIG:
+                continue
+            di = d[i]
+            for j in range(n):
+                if dik + dk[j] < di[j]:
+                    di[j] = dik + dk[j]
+    if any(d[i][i] < 0 for i in range(n)):
+        return None
+    out = []
+    kept = [x for x in nodes if x is None or x in keep]
+    for a, v in enumerate(kept[:-1]):  # (None, the constant 0, is last)
+        for u in kept[a + 1:]:
+            hi, nlo = d[at[u]][at[v]], d[at[v]][at[u]]  # v − u ≤ hi, u − v ≤ nlo
+            if hi < BIG and nlo < BIG:
+                out.append((v, u, -nlo, hi))
+            elif u is None and hi < BIG:
+                out.append((v, None, -(BIG >> 2), hi))
+    return out
+
+
 def _push(body: tuple[Literal, ...], level: int, rule: Rule, rest):
     """Cons the body literals (in order) in front of `rest`."""
     for l in reversed(body):
@@ -955,10 +1080,11 @@ def _is_general(a: Atom) -> bool:
 
 
 def build_queries(prog: Program, main: Atom, idb: set[str], edb: Mapping[str, int],
-                  span: Span, modular: frozenset = frozenset()) -> tuple[Query, ...]:
+                  span: Span, modular: frozenset = frozenset(),
+                  windows: bool = False) -> tuple[Query, ...]:
     """The set 𝐐 (main query first) with P_Q for each, iterated until no fresh query (Ex. 4):
     one for each negated literal and each derived one (modular evaluation)."""
-    pre = Preprocessor(prog, idb, prog.rigid, modular)
+    pre = Preprocessor(prog, idb, prog.rigid, modular, windows)
     queries: list[Query] = [Query(0, main, True, pre.templates(main, span))]
     by_pred: dict[str, int] = {}
     if _is_general(main):

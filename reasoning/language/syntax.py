@@ -151,6 +151,19 @@ class Literal:
 
 
 @dataclass(frozen=True)
+class Within:
+    """A window as one literal's time constraint (issue 45.2): lo ≤ var − ref ≤ hi."""
+
+    var: Time
+    ref: Time
+    lo: int
+    hi: int
+
+    def __str__(self) -> str:
+        return f"{self.var} − {self.ref} ∈ [{self.lo},{self.hi}]"
+
+
+@dataclass(frozen=True)
 class Rule:
     """`head :- body.`; facts are rules with an empty body."""
 

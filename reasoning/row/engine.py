@@ -20,7 +20,8 @@ from reasoning.semantics.answer import Answer, TickReport
 from reasoning.semantics.exact import Answered, Exactness, heads_of
 from reasoning.semantics.explain import static_horizons
 from reasoning.util.gcpause import frozen_survivors
-from reasoning.semantics.patterns import Binding, ETemplate, Fact, compile_templates, reduce_nogoods
+from reasoning.semantics.patterns import (Binding, ETemplate, Fact, compile_templates,
+                                         reduce_nogoods, window_ranges)
 from reasoning.semantics.regions import TRUE, cover_of, partition
 
 
@@ -40,6 +41,7 @@ class Engine:
         self.wake_ground: dict = defaultdict(set)  # (pred, args, t) -> answers
         self.wake_pt: dict = defaultdict(set)  # (pred, t) -> answers (args not ground)
         self.wake_p: dict = defaultdict(set)  # pred -> answers (time not ground)
+        self.wake_pa: dict = defaultdict(set)  # (pred, args) -> answers (only time unbound)
         self.expiry: dict = defaultdict(set)  # tick -> answers
         self.neg_index: dict = defaultdict(set)  # (pred, t) -> answers with ¬p(..., t) in H
         self.head_index: dict = defaultdict(set)  # (pred, t|None) -> answers of that p_t
@@ -144,7 +146,8 @@ class Engine:
             args, t = insts[i]
             if lp.positive and not lp.derived:
                 if t is None:
-                    entries.append((self.wake_p, lp.pred))
+                    entries.append((self.wake_p, lp.pred) if None in args else
+                                   (self.wake_pa, (lp.pred, args)))
                 elif None in args:
                     entries.append((self.wake_pt, (lp.pred, t)))
                 else:
@@ -205,16 +208,18 @@ class Engine:
 
         def go(k: int, b: Binding) -> None:
             if k == len(order):
-                if b in out:
-                    return
-                got = set(ev)
-                for i in tp.pos:
-                    if i in got:
+                for b in (self.head_times(tp, b) if tp.windows else (b,)):
+                    if b in out:
                         continue
-                    args, t = tp.lits[i].instantiate(b)
-                    if t is not None and None not in args and present(tp.lits[i].pred, args, t):
-                        got.add(i)
-                out[b] = frozenset(got)
+                    got = set(ev)
+                    for i in tp.pos:
+                        if i in got:
+                            continue
+                        args, t = tp.lits[i].instantiate(b)
+                        if t is not None and None not in args and \
+                                present(tp.lits[i].pred, args, t):
+                            got.add(i)
+                    out[b] = frozenset(got)
                 return
             i = order[k]
             lp = tp.lits[i]
@@ -222,7 +227,9 @@ class Engine:
             if t is not None and None not in args:
                 go(k + 1, b)
                 return
-            for fargs, ft in lookup(lp.pred, t):
+            found = lookup(lp.pred, t) if t is not None or None in args else \
+                lookup(lp.pred, None, args)  # (a window's operand: its times only)
+            for fargs, ft in found:
                 nb = lp.match(b, fargs, ft)
                 if nb is not None:
                     go(k + 1, nb)
@@ -236,6 +243,27 @@ class Engine:
             # until a full collection, which frozen_survivors defers (issue 44)
             del go
         return list(out.items())
+
+    @staticmethod
+    def head_times(tp: ETemplate, b: Binding) -> list:
+        """b with its head's time bound to each value a window leaves it (issue 45.2): a
+        fact of a window's operand seeds one answer per head time, as the unfolded rules
+        do; the operands' times of the other windows stay variables."""
+        v = tp.head.tvar
+        if v is None or b[v] is not None:
+            return [b]
+        rng = window_ranges(tp, b)
+        if rng is None:
+            return []
+        r = rng.get(v)
+        if r is None:
+            return [b]
+        out = []
+        for c in range(max(r[0], -tp.head.toff), r[1] + 1):
+            nb = list(b)
+            nb[v] = c
+            out.append(tuple(nb))
+        return out
 
     def _regenerated_by_1a(self, a: Answer, in_both) -> bool:
         """True if a's step-1(b) update equals a step-1(a) candidate seeded by a fact of D|τ:
@@ -279,6 +307,11 @@ class Engine:
         for v, d in tp.periodic:  # periodic background facts decide these literals
             if b[v] is not None and not d.admits(b[v]):
                 return None
+        rng = None
+        if tp.windows:
+            rng = window_ranges(tp, b)
+            if rng is None:
+                return None
         if insts is None:
             insts = [lp.instantiate(b) for lp in tp.lits]
         exp = None
@@ -286,6 +319,14 @@ class Engine:
         lits = tp.lits
         for i, (args, t) in enumerate(insts):
             if t is None:
+                if rng and i not in ev and lits[i].positive and not lits[i].derived:
+                    r = rng.get(lits[i].tvar)
+                    if r is not None:  # a window's operand: its last instance's expiry
+                        if r[1] + lits[i].toff < 0:
+                            return None
+                        e = r[1] + lits[i].toff + delta(lits[i].pred, args)
+                        if exp is None or e < exp:
+                            exp = e
                 continue
             if t < 0:
                 return None
@@ -350,20 +391,31 @@ class Engine:
         self._expire_window(tau)
         new: set[Answer] = set()
 
-        def look_slice(pred, t):
+        slice_pa: dict = {}  # (pred, args) -> [(args, t)], built when first asked
+
+        def look_slice(pred, t, args=None):
             if t is None:
-                return slice_p.get(pred, ())
+                if args is None:
+                    return slice_p.get(pred, ())
+                if not slice_pa:
+                    for f in dt:
+                        slice_pa.setdefault((f.pred, f.args), []).append((f.args, f.time))
+                    slice_pa[None] = ()
+                return slice_pa.get((pred, args), ())
             return [(a, t) for a in slice_.get((pred, t), ())]
 
         def in_slice(pred, args, t):
             return args in slice_.get((pred, t), ())
 
-        def look_both(pred, t):
-            out = list(look_slice(pred, t))
+        def look_both(pred, t, args=None):
+            out = list(look_slice(pred, t, args))
             if t is None:
                 for (p, tt), s in self.window.items():
                     if p == pred:
-                        out.extend((a, tt) for a in s)
+                        if args is None:
+                            out.extend((a, tt) for a in s)
+                        elif args in s:
+                            out.append((args, tt))
             else:
                 out.extend((a, t) for a in self.window.get((pred, t), ()))
             return out
@@ -378,6 +430,7 @@ class Engine:
             hit_ground |= self.wake_ground.get((f.pred, f.args, f.time), set())
             touched |= self.wake_pt.get((f.pred, f.time), set())
             touched |= self.wake_p.get(f.pred, set())
+            touched |= self.wake_pa.get((f.pred, f.args), set())
         for a in self.expiry.pop(tau, set()):
             if a not in hit_ground and a not in touched:
                 # a positive hypothesis is no longer potentially future and no fact of D|τ

@@ -46,7 +46,7 @@ from itertools import combinations
 from typing import Callable, Iterable, Optional
 
 from reasoning.language.analysis import Delays
-from reasoning.semantics.patterns import Binding, ETemplate
+from reasoning.semantics.patterns import Binding, ETemplate, window_ranges
 from reasoning.semantics.regions import _bind
 
 Lookup = Callable[[str, int], Iterable[tuple]]  # (pred, t) -> args tuples
@@ -288,6 +288,8 @@ class Exactness:
                                   heads, seeded)
             png = _past_pruned(png, floors)
         pieces = [(b, png)]
+        if floors and tp.windows and _past_windows(tp, b, floors):
+            pieces = []  # every instance left is past its window (issue 45.2)
         for i in self.lits[tp.tid]:
             if i not in ev and tp.lits[i].pred in self.delays.patterns:
                 nxt = []
@@ -320,6 +322,8 @@ class Exactness:
                 elif seeded:
                     lo = nat.get(v, 0)
             for c in range(max(lo, nat.get(v, 0)), f):
+                if not new and self._expired_at(tp, b, ev, v, c, tau):
+                    continue  # its own δ has passed: _finish would drop the instance
                 got = _bind(b, ng, ((v, c),))
                 if got is None:
                     continue
@@ -327,6 +331,21 @@ class Exactness:
                                   heads, True, seeded)
                 out.extend([got] if sub is None else sub)
         return out
+
+    def _expired_at(self, tp: ETemplate, b: Binding, ev: frozenset, v: int, c: int,
+                    tau: int) -> bool:
+        """Is the instance V = c of an answer dead at τ — a positive hypothesis on V whose
+        instance can no longer arrive (δ) — with no negated literal on V to decide?"""
+        if any(tp.lits[j].tvar == v for j in self.nlits[tp.tid] if j not in ev):
+            return False
+        for i in self.tlits[tp.tid]:
+            lp = tp.lits[i]
+            if i in ev or lp.tvar != v:
+                continue
+            t = c + lp.toff
+            if t + self.delays.atom(lp.pred, lp.instantiate(b)[0]) <= tau:
+                return True
+        return False
 
     def _run_out(self, lp, b: Binding, ng: frozenset, tau: int) -> list:
         """The instances of positive hypothesis lp (under b) still future-possible at τ by
@@ -448,6 +467,12 @@ def printed_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int) -> dict[i
     late = {v for v, d in tp.periodic if v in fl and d.allowed is not None
             and d.allowed.offset >= fl[v]}
     return {v: f for v, f in fl.items() if f > nat.get(v, 0) and v not in late}
+
+
+def _past_windows(tp: ETemplate, b: Binding, floors: dict) -> bool:
+    """Has a time variable's floor passed the end of its window (issue 45.2)?"""
+    rng = window_ranges(tp, b)
+    return rng is None or any(v in rng and f > rng[v][1] for v, f in floors.items())
 
 
 def _past_pruned(ng: frozenset, floors: dict) -> frozenset:

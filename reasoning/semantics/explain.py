@@ -9,7 +9,8 @@ import json
 from typing import TYPE_CHECKING, Any, Optional
 
 from reasoning.semantics.answer import Answer
-from reasoning.semantics.exact import printed_floors
+from reasoning.semantics.exact import printed_floors, time_floors
+from reasoning.semantics.patterns import window_ranges
 from reasoning.language.metric import lifted_window, window_bounds, window_prefix
 from reasoning.language.periodic import TimeDomain
 from reasoning.language.syntax import Const
@@ -111,6 +112,10 @@ class Explainer:
             if i in a.ev:
                 continue
             args, t = lp.instantiate(a.b)
+            if t is None and tp.windows and lp.positive and not lp.derived:
+                r = (window_ranges(tp, a.b) or {}).get(lp.tvar)
+                if r is not None:  # a window's operand: its last instance (issue 45.2)
+                    t = r[1] + lp.toff
             if t is None:
                 self._memo[a] = None
                 return None
@@ -448,7 +453,10 @@ def format_atom_answer(obj: dict) -> str:
         tv = q.time.var
         parts.append(str(obj["substitution"].get(tv, tv)) if tv else str(q.time.offset))
     s = f"{q.pred}({', '.join(parts)})"
-    conds = [f"{v} ≥ {f}" for v, f in obj.get("time_from", {}).items()]
+    to = obj.get("time_to", {})
+    conds = [f"{v} ≥ {f}" if v not in to else f"{v} = {f}" if f == to[v] else
+             f"{f} ≤ {v} ≤ {to[v]}"
+             for v, f in obj.get("time_from", {}).items()]
     conds += [f"{v} ∉ {{{', '.join(map(_term, cs))}}}" for v, cs in obj["excluded"].items()]
     conds += [TimeDomain.from_json(j).text(v) for v, j in sorted(obj.get("periodic", {}).items())]
     if conds:
@@ -534,9 +542,18 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
         out["excluded_combinations"] = combos
     if st == HYPOTHETICAL and tp.time_vars:
         fl = printed_floors(tp, b, a.ev, tick)
+        to = {}
+        if tp.windows:  # a window's operand: its time variable between two bounds
+            fl = dict(fl)
+            for v, (lo, hi) in (window_ranges(tp, b) or {}).items():
+                if b[v] is None:
+                    fl[v] = max(fl.get(v, lo), lo, time_floors(tp, b, a.ev, tick).get(v, lo))
+                    to[v] = hi
         if fl:
             name_of = printed_name(tp)
             out["time_from"] = {name_of(v): f for v, f in sorted(fl.items())}
+            if to:
+                out["time_to"] = {name_of(v): f for v, f in sorted(to.items())}
     per = periodic_constraints(tp, b) if tp.periodic else None
     if per:
         out["periodic"] = per

@@ -120,6 +120,8 @@ class ETemplate:
     time_min: tuple[tuple[int, int], ...] = ()  # (var index, lower bound) from pre-processing
     periodic: tuple[tuple[int, TimeDomain], ...] = ()  # (var index, domain): periodic facts
     der: tuple[int, ...] = ()  # positive derived literals (modular evaluation, step 3)
+    # windows as one literal (issue 45.2): (V, U|None, lo, hi) for lo ≤ V − U ≤ hi
+    windows: tuple[tuple[int, Optional[int], int, int], ...] = ()
 
     @property
     def full_mask(self) -> frozenset:
@@ -175,6 +177,8 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
     nogoods = frozenset(tuple(sorted((idx[v], c) for v, c in n)) for n in t.nogoods)
     tvars.update(idx[v] for v, _ in t.time_min)
     tvars.update(idx[v] for v, _ in t.periodic)
+    windows = tuple((idx[v], None if u is None else idx[u], lo, hi) for v, u, lo, hi in t.windows)
+    tvars.update(x for v, u, _, _ in windows for x in (v, u) if x is not None)
     return ETemplate(
         tid=tid, qid=q.qid, query=q, template=t, names=names, head=head, lits=lits,
         pos=tuple(i for i, l in enumerate(lits) if l.positive and not l.derived),
@@ -183,6 +187,7 @@ def compile_template(tid: int, q: Query, t: Template) -> ETemplate:
         nogoods=nogoods, qvars=tuple(qvars), time_vars=frozenset(tvars),
         time_min=tuple((idx[v], k) for v, k in t.time_min),
         periodic=tuple((idx[v], d) for v, d in t.periodic),
+        windows=windows,
     )
 
 
@@ -216,3 +221,29 @@ def reduce_nogoods(ng: frozenset, b: Binding) -> Optional[frozenset]:
             return None
         out.append(tuple(rest))
     return frozenset(out)
+
+
+def window_ranges(tp: ETemplate, b: Binding) -> Optional[dict[int, tuple[int, int]]]:
+    """Per unbound time variable a window constrains through a bound one (issue 45.2), its
+    range [lo, hi] under b; None if b violates a window (the instance set is empty)."""
+    out: dict[int, tuple[int, int]] = {}
+    for v, u, lo, hi in tp.windows:
+        bv = b[v]
+        bu = 0 if u is None else b[u]
+        if bv is not None:
+            if bu is not None:
+                if not lo <= bv - bu <= hi:
+                    return None
+                continue
+            v, lo, hi = u, bv - hi, bv - lo  # lo ≤ V − U ≤ hi: U ∈ [V − hi, V − lo]
+        elif bu is None:
+            continue  # both unbound: decided once one is bound
+        else:
+            lo, hi = bu + lo, bu + hi
+        cur = out.get(v)
+        if cur is not None:
+            lo, hi = max(lo, cur[0]), min(hi, cur[1])
+        if lo > hi:
+            return None
+        out[v] = (lo, hi)
+    return out
