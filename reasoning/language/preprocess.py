@@ -485,7 +485,9 @@ class Preprocessor:
         reverse, so the first rule is searched first)."""
         lit, level, origin, rest = todo
         sel = apply_atom(lit.atom, s)
-        if sel.time is not None:
+        if sel.time is not None and not (self.windows and lifted_window(sel.pred)):
+            # (a diamond lifted for --windows literal is no atom of the rules as written:
+            # its reference time need not be natural, as unfolded)
             resolved = (sel.time, resolved)
         if sel.pred in self.rigid:
             unified = (unify_atoms(sel, f, s, set()) for f in self.rigid_facts.get(sel.pred, []))
@@ -503,7 +505,8 @@ class Preprocessor:
             raise self._nontermination_error(query, span, origin)
         if self.windows and sel.pred in self.idb:
             w = lifted_window(sel.pred)
-            got = None if w is None else self._window(sel, w, level, rest, kept, s, resolved)
+            got = None if w is None else self._window(query, sel, w, level, rest, kept, s,
+                                                      resolved)
             if got is not None:
                 return got
         out = []
@@ -513,11 +516,14 @@ class Preprocessor:
                 out.append((_push(step[0], level + 1, rule, rest), kept, step[1], resolved))
         return out
 
-    def _window(self, sel: Atom, w: tuple, level: int, rest, kept, s: Subst, resolved):
+    def _window(self, query: Atom, sel: Atom, w: tuple, level: int, rest, kept, s: Subst,
+                resolved):
         """A lifted diamond `Op[a,b] A(x̄, R)` resolved once (issue 45.2): its operand at a
         fresh time variable V ∈ [R−b, R−a] (back) or [R+a, R+b] (forward), instead of one
-        resolution per tick of the window; None where the operand reaches a derived literal
-        (modular evaluation decides those at a tick: the window is unfolded)."""
+        resolution per tick of the window; None (unfolded) where the operand reaches a
+        derived literal (modular evaluation decides those at a tick), or where the window is
+        not tied to the query's time — through its reference, or the windows it is in: a
+        window on a time variable of its own (several temporal variables) is unfolded."""
         op, lo, hi = w
         rule = self.rules_by_pred[sel.pred][0]  # Aux(x̄, T) :- A(ȳ, T ± lo)
         n = next(self.counter)
@@ -528,6 +534,14 @@ class Preprocessor:
         if lit.atom.pred in self._reaches_modular():
             return None
         ref = walk_time(sel.time, s2)  # type: ignore[arg-type]
+        tied = {walk_time(query.time, s2).var} if query.time is not None else set()
+        r = resolved
+        while r is not None:
+            if isinstance(r[0], Within):
+                tied.add(walk_time(r[0].var, s2).var)
+            r = r[1]
+        if ref.var is None or ref.var not in tied:
+            return None
         var = Time(f"S#{n}", 0)
         within = Within(var, ref, -hi, -lo) if op == "Diamondminus" else Within(var, ref, lo, hi)
         body = (Literal(Atom(lit.atom.pred, lit.atom.args, var), True),)

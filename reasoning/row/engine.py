@@ -21,7 +21,8 @@ from reasoning.semantics.exact import Answered, Exactness, heads_of
 from reasoning.semantics.explain import static_horizons
 from reasoning.util.gcpause import frozen_survivors
 from reasoning.semantics.patterns import (Binding, ETemplate, Fact, compile_templates,
-                                         reduce_nogoods, window_ranges)
+                                         reduce_nogoods, window_heads,
+                                         window_ranges)
 from reasoning.semantics.regions import TRUE, cover_of, partition
 
 
@@ -208,7 +209,7 @@ class Engine:
 
         def go(k: int, b: Binding) -> None:
             if k == len(order):
-                for b in (self.head_times(tp, b) if tp.windows else (b,)):
+                for b in (window_heads(tp, b) if tp.windows else (b,)):
                     if b in out:
                         continue
                     got = set(ev)
@@ -243,27 +244,6 @@ class Engine:
             # until a full collection, which frozen_survivors defers (issue 44)
             del go
         return list(out.items())
-
-    @staticmethod
-    def head_times(tp: ETemplate, b: Binding) -> list:
-        """b with its head's time bound to each value a window leaves it (issue 45.2): a
-        fact of a window's operand seeds one answer per head time, as the unfolded rules
-        do; the operands' times of the other windows stay variables."""
-        v = tp.head.tvar
-        if v is None or b[v] is not None:
-            return [b]
-        rng = window_ranges(tp, b)
-        if rng is None:
-            return []
-        r = rng.get(v)
-        if r is None:
-            return [b]
-        out = []
-        for c in range(max(r[0], -tp.head.toff), r[1] + 1):
-            nb = list(b)
-            nb[v] = c
-            out.append(tuple(nb))
-        return out
 
     def _regenerated_by_1a(self, a: Answer, in_both) -> bool:
         """True if a's step-1(b) update equals a step-1(a) candidate seeded by a fact of D|τ:

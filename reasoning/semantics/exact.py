@@ -46,7 +46,7 @@ from itertools import combinations
 from typing import Callable, Iterable, Optional
 
 from reasoning.language.analysis import Delays
-from reasoning.semantics.patterns import Binding, ETemplate, window_ranges
+from reasoning.semantics.patterns import Binding, ETemplate, window_heads, window_ranges
 from reasoning.semantics.regions import _bind
 
 Lookup = Callable[[str, int], Iterable[tuple]]  # (pred, t) -> args tuples
@@ -129,12 +129,13 @@ class Exactness:
                 if tp.head.tvar is None:
                     h = None
                     break
-                if lp.tvar != tp.head.tvar:
+                off = lp.toff if lp.tvar == tp.head.tvar else _window_end(tp, lp)
+                if off is None:
                     # its facts never bind the head's time: an answer they create has it
                     # unbound, and its instances at a time t are split off ("past") by
                     # t + (the head variable's literals' bound) at the latest
                     continue
-                h = max(h, lp.toff - tp.head.toff + self.delays.max(lp.pred))
+                h = max(h, off - tp.head.toff + self.delays.max(lp.pred))
             for j in tp.neg + tp.der if h is not None else ():
                 lp = tp.lits[j]
                 if lp.pred in self.rigid or lp.tvar != tp.head.tvar:
@@ -164,13 +165,14 @@ class Exactness:
                     memo[pred] = None
                     break
                 for lp in tp.lits:
-                    if lp.pred in self.rigid or lp.tvar != tp.head.tvar:
+                    off = lp.toff if lp.tvar == tp.head.tvar else _window_end(tp, lp)
+                    if lp.pred in self.rigid or off is None:
                         continue
                     lag = self._lag(lp.pred, by_head, memo)
                     if lag is None:
                         memo[pred] = None
                         break
-                    memo[pred] = max(memo[pred], lp.toff - tp.head.toff + lag)
+                    memo[pred] = max(memo[pred], off - tp.head.toff + lag)
                 if memo[pred] is None:
                     break
         return memo[pred]
@@ -272,9 +274,12 @@ class Exactness:
                 n = _nogood(b, tp.head.match(b, g, ht))
                 if n is not None:
                     add.add(n)
-        elif floors and heads is not None and tp.head.tvar in floors:
-            # a head at a future time already definite (another rule): V ≠ its time
-            lo = floors[tp.head.tvar] + tp.head.toff
+        elif floors and heads is not None and (tp.head.tvar in floors or tp.windows and
+                                               _window_floor(tp, floors) is not None):
+            # a head at a future time already definite (another rule): V ≠ its time (a
+            # head's time that only a window ties to a literal: its floor through it)
+            hf = floors.get(tp.head.tvar)
+            lo = (_window_floor(tp, floors) if hf is None else hf) + tp.head.toff
             for g, t in heads(tp.head.pred):
                 if t >= lo:
                     n = _nogood(b, tp.head.match(b, g, t))
@@ -327,9 +332,10 @@ class Exactness:
                 got = _bind(b, ng, ((v, c),))
                 if got is None:
                     continue
-                sub = self.refine(tp, got[0], ev, got[1], tau, arrived, definite, has, new,
-                                  heads, True, seeded)
-                out.extend([got] if sub is None else sub)
+                for hb in (window_heads(tp, got[0]) if tp.windows else (got[0],)):
+                    sub = self.refine(tp, hb, ev, got[1], tau, arrived, definite, has, new,
+                                      heads, True, seeded)
+                    out.extend([(hb, got[1])] if sub is None else sub)
         return out
 
     def _expired_at(self, tp: ETemplate, b: Binding, ev: frozenset, v: int, c: int,
@@ -467,6 +473,36 @@ def printed_floors(tp: ETemplate, b: Binding, ev: frozenset, tau: int) -> dict[i
     late = {v for v, d in tp.periodic if v in fl and d.allowed is not None
             and d.allowed.offset >= fl[v]}
     return {v: f for v, f in fl.items() if f > nat.get(v, 0) and v not in late}
+
+
+def _window_end(tp: ETemplate, lp) -> Optional[int]:
+    """The greatest offset from the head's time variable a literal on a window's variable
+    takes (V − T ≤ hi: hi + its offset; issue 45.2), None if no window ties them."""
+    t, v = tp.head.tvar, lp.tvar
+    if t is None or v is None:
+        return None
+    for x, u, lo, hi in tp.windows:
+        if (x, u) == (v, t):
+            return hi + lp.toff
+        if (x, u) == (t, v):
+            return -lo + lp.toff
+    return None
+
+
+def _window_floor(tp: ETemplate, floors: dict) -> Optional[int]:
+    """The least head time an answer's instances reach when its head's time variable is
+    tied to literals only by windows whose variables have floors (issue 45.2)."""
+    t = tp.head.tvar
+    got = None
+    for x, u, lo, hi in tp.windows:
+        if u == t and x in floors:  # lo ≤ X − T ≤ hi: T ≥ X − hi
+            f = floors[x] - hi
+        elif x == t and u in floors:  # lo ≤ T − U ≤ hi: T ≥ U + lo
+            f = floors[u] + lo
+        else:
+            continue
+        got = f if got is None else max(got, f)
+    return got
 
 
 def _past_windows(tp: ETemplate, b: Binding, floors: dict) -> bool:

@@ -247,3 +247,24 @@ def window_ranges(tp: ETemplate, b: Binding) -> Optional[dict[int, tuple[int, in
             return None
         out[v] = (lo, hi)
     return out
+
+
+def window_heads(tp: ETemplate, b: Binding) -> list:
+    """b with its head's time bound to each value a window leaves it (issue 45.2): a
+    fact of a window's operand makes one answer per head time, as the unfolded rules do;
+    the operands' times of the other windows stay variables."""
+    v = tp.head.tvar
+    if v is None or b[v] is not None:
+        return [b]
+    rng = window_ranges(tp, b)
+    if rng is None:
+        return []
+    r = rng.get(v)
+    if r is None:
+        return [b]
+    out = []
+    for c in range(max(r[0], -tp.head.toff), r[1] + 1):
+        nb = list(b)
+        nb[v] = c
+        out.append(tuple(nb))
+    return out
