@@ -353,11 +353,6 @@ class Translator:
             return item
         return PlainLiteral(Literal(atom, True), Operand(atom, m.span))
 
-    def _aux_lift(self, m: MetricLiteral) -> BodyItem:
-        """A positive diamond as one literal on its auxiliary predicate (windows)."""
-        atom = self._aux_window(m)
-        return PlainLiteral(Literal(atom, True), Operand(atom, m.span))
-
     def _size(self, items: list[BodyItem]):
         """(cases per item, rules, body literals in all, the item that passes MAX_RULES)."""
         alts = []
@@ -382,9 +377,8 @@ class Translator:
         modular evaluation keeps as a derived literal (modular.py); other rules are
         translated as written, unchanged."""
         if self.windows:
-            items = [self._aux_lift(it) if isinstance(it, MetricLiteral) and it.positive
-                     and it.op.startswith("Diamond") and it.hi > it.lo else it
-                     for it in items]
+            items = [self._lift(it) if isinstance(it, MetricLiteral) and
+                     it.op.startswith("Diamond") else it for it in items]
         alts, total, lits, over = self._size(items)
         if over is not None or lits > MAX_TRANSLATED:
             lifted = [self._lift(it) for it in items]

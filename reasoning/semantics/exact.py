@@ -274,12 +274,12 @@ class Exactness:
                 n = _nogood(b, tp.head.match(b, g, ht))
                 if n is not None:
                     add.add(n)
-        elif floors and heads is not None and (tp.head.tvar in floors or tp.windows and
-                                               _window_floor(tp, floors) is not None):
+        elif floors and heads is not None and (
+                hf := floors[tp.head.tvar] if tp.head.tvar in floors else
+                _window_floor(tp, floors) if tp.windows else None) is not None:
             # a head at a future time already definite (another rule): V ≠ its time (a
             # head's time that only a window ties to a literal: its floor through it)
-            hf = floors.get(tp.head.tvar)
-            lo = (_window_floor(tp, floors) if hf is None else hf) + tp.head.toff
+            lo = hf + tp.head.toff
             for g, t in heads(tp.head.pred):
                 if t >= lo:
                     n = _nogood(b, tp.head.match(b, g, t))

@@ -545,9 +545,10 @@ def answer_object(tp, a: Answer, b: tuple, ng, tick: int, st: str,
         to = {}
         if tp.windows:  # a window's operand: its time variable between two bounds
             fl = dict(fl)
+            floors = time_floors(tp, b, a.ev, tick)  # (printed_floors' values, unfiltered)
             for v, (lo, hi) in (window_ranges(tp, b) or {}).items():
                 if b[v] is None:
-                    fl[v] = max(fl.get(v, lo), lo, time_floors(tp, b, a.ev, tick).get(v, lo))
+                    fl[v] = max(lo, floors.get(v, lo))
                     to[v] = hi
         if fl:
             name_of = printed_name(tp)
