@@ -172,6 +172,7 @@ class ColumnarEngine:
         self.derived = any(tp.der for tp in self.templates)
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
+        self.seed_cache: dict = {}  # mgus.seed_bindings: a literal's bindings from D|τ, a tick
 
     # ================================================================== expressions
     def _texpr(self, lp: LitPattern):
@@ -245,6 +246,7 @@ class ColumnarEngine:
         if collect is not None:  # interned values no frame kept across ticks holds
             collect(self)
         self.seeded = set()
+        self.seed_cache = {}
         rep = ColumnarReport(tau)
         # D|τ less duplicates, W's expiry; present = D|τ ∪ W
         D, W, present = arrive(self, facts, tau, clean, rep)

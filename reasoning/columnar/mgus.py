@@ -156,18 +156,31 @@ def by_pattern(eng, frames: list) -> list:
 def seed(eng, k: int, i: int, F, extra: Optional[dict] = None):
     """Bindings of template k from the facts F matching literal i: (pattern, rows with
     the pattern's columns, ev = {i}, ng = the template's nogoods)."""
-    B = eng.B
-    tp = eng.templates[k]
-    lp = tp.lits[i]
-    spec = match_spec(lp, Pattern())
-    F = fact_filter(eng, lp, F, spec)
-    if B.is_empty(F):
+    P, V = seed_bindings(eng, eng.templates[k].lits[i], F)
+    if P is None:
         return None, None
-    items = []
-    for x in sorted(spec.binds):
-        fc, off = spec.binds[x]
-        e = B.col(fc) + B.lit(off, INT) if fc == "t" else B.col(fc)
-        items.append(B.alias(e, vcol(x)))
-    items.append(B.alias(B.lit(1 << i, INT), "ev"))
-    items.append(B.alias(B.str_list(eng.tpl_ng[k]), "ng"))
-    return Pattern(spec.binds), B.select(F, items)
+    B = eng.B
+    return P, B.with_columns(V, {"ev": B.lit(1 << i, INT), "ng": B.str_list(eng.tpl_ng[k])})
+
+
+def seed_bindings(eng, lp: LitPattern, F):
+    """The bindings the facts F give literal lp's variables: (pattern, rows of the
+    pattern's columns) or (None, None) — once a tick per literal shape (the unfolded
+    templates of a window program share most of their literals)."""
+    B = eng.B
+    key = (id(F), lp.pred, lp.args, lp.tvar, lp.toff)
+    got = eng.seed_cache.get(key)
+    if got is None:
+        spec = match_spec(lp, Pattern())
+        Ff = fact_filter(eng, lp, F, spec)
+        if B.is_empty(Ff):
+            got = (None, None, F)
+        else:
+            items = []
+            for x in sorted(spec.binds):
+                fc, off = spec.binds[x]
+                e = B.col(fc) + B.lit(off, INT) if fc == "t" else B.col(fc)
+                items.append(B.alias(e, vcol(x)))
+            got = (Pattern(spec.binds), B.select(Ff, items), F)
+        eng.seed_cache[key] = got  # (F kept: its id stays its own this tick)
+    return got[0], got[1]

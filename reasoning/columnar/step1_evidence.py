@@ -6,7 +6,7 @@ from typing import Optional
 from reasoning.semantics.patterns import ETemplate
 from reasoning.columnar.finish import finish
 from reasoning.columnar.layout import BOOL, INT, OBJ, row_to_answer, vcol
-from reasoning.columnar.mgus import local_mgus, prep, present_all, seed
+from reasoning.columnar.mgus import local_mgus, prep, present_all, seed, seed_bindings
 from reasoning.columnar.state import Pattern, add
 from reasoning.columnar.unify import ground_under
 
@@ -143,31 +143,33 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
     B = eng.B
     tp = eng.templates[k]
     G = eng.all_vars[k]
-    seeds, facts = [], []
+    seeds, bits, facts = [], [], []
     for i in tp.pos:
         F = D.get(tp.lits[i].pred)
         if F is None:
             continue
-        P, S = seed(eng, k, i, F)
-        if S is not None and not B.is_empty(S):
-            seeds.append(S)
+        _, V = seed_bindings(eng, tp.lits[i], F)  # (every variable: a full-seed template)
+        if V is not None and not B.is_empty(V):
+            seeds.append(V)
+            bits.append(1 << i)
             facts.append((i, F))
     vcols = [vcol(x) for x in sorted(G)]
     if seeds:
+        # each literal's bindings with its bit as ev (step 1(a)'s E = {i})
+        S = tagged(B, [B.select_cols(V, vcols) for V in seeds], "ev", bits)
         # a seeded binding grounds every positive literal, and literal j's instance is in
         # D|τ iff literal j seeded it: the seed mask is E' ∩ D|τ, so only the window W
         # (disjoint from D|τ: duplicates are gone) is joined for the rest of E'
         if eng._seeds_disjoint(tp, facts):  # (through the engine: a test wraps it)
-            Sd = B.concat(seeds)  # one literal per binding: the mask is its bit
-            Sd = B.with_columns(B.select_cols(Sd, vcols + ["ev"]), {"smask": B.col("ev")})
+            Sd = B.with_columns(S, {"smask": B.col("ev")})  # one literal a binding
         else:
-            Sd = B.group_agg(B.concat(seeds), vcols, {"smask": B.agg_sum(B.col("ev"))},
-                             scalar=True)
+            Sd = B.group_agg(S, vcols, {"smask": B.agg_sum(B.col("ev"))}, scalar=True)
             Sd = B.with_columns(Sd, {"ev": B.col("smask")})
         Sd = B.materialize(present_all(eng, Sd, k, G, window))
     else:
         Sd = None
     # the ground partition: hits join the seeded bindings
+    woken = None
     A = eng.S[k].get(G)
     live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
     if A is not None and not B.is_empty(A):
@@ -184,15 +186,29 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
             if not B.is_empty(E):
                 E = B.select(E, [B.col(c) for c in vcols] + [
                     B.alias(B.bit_or(B.col("ev"), B.col("pbits")), "ev"), B.col("ng")])
-                put(eng, new, k, G, finish(eng, k, G, E, tau, ng_empty=True))
+                if Sd is not None and not eng.tpl_ng[k]:
+                    woken = E  # finished with the seeded rows below (one pass, same rows)
+                else:
+                    put(eng, new, k, G, finish(eng, k, G, E, tau, ng_empty=True))
         else:
             eng.S[k][G] = B.materialize(B.filter(A, live))
     if Sd is not None:
         Sd = B.select(Sd, [B.col(c) for c in vcols] + [
             B.col("ev"), B.alias(B.str_list(eng.tpl_ng[k]), "ng")])
+        if woken is not None:
+            Sd = B.concat([woken, Sd])
         put(eng, new, k, G, finish(eng, k, G, Sd, tau, ng_empty=not eng.tpl_ng[k]))
     # other partitions: the general step 1(b)
     step1b(eng, k, D, present, tau, new, skip=G)
+
+
+def tagged(B, dfs: list, name: str, values: list):
+    """The frames dfs (same columns) one under another, with column `name` = values[i]
+    on the rows of dfs[i] (the backend's own kernel where it has one)."""
+    own = getattr(B, "concat_tagged", None)
+    if own is not None:
+        return own(dfs, name, values)
+    return B.concat([B.with_columns(df, {name: B.lit(v, INT)}) for df, v in zip(dfs, values)])
 
 
 def seeds_disjoint(eng, tp: ETemplate, facts: list) -> bool:

@@ -230,6 +230,14 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             cols[k] = Col(np.concatenate(vs), m, kind)
         return Frame(cols, sum(d.n for d in dfs))
 
+    def concat_tagged(self, dfs: list, name: str, values: list):
+        """concat(dfs) with an INT column `name` = values[i] on dfs[i]'s rows."""
+        out = self.concat(dfs) if len(dfs) > 1 else dfs[0]
+        tag = np.repeat(np.asarray(values, np.int64), [d.n for d in dfs])
+        cols = dict(out.cols)
+        cols[name] = Col(tag, None, INT)
+        return Frame(cols, out.n)
+
     def _groups(self, df, keys: list):
         return _group_ids([df.cols[k] for k in keys])
 
