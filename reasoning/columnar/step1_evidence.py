@@ -225,11 +225,12 @@ def seeds_disjoint(eng, tp: ETemplate, facts: list) -> bool:
                                  for lp in lits):
         return False
     seen: set = set()
-    times: dict = {}
+    times = eng.seed_cache  # (a slice's times, once a tick: every template reads them)
     for (i, F), lp in zip(facts, lits):
-        ts = times.get(id(F))
-        if ts is None:
-            ts = times[id(F)] = B.values(F, "t")
+        got = times.get(("t", id(F)))
+        if got is None:
+            got = times[("t", id(F))] = (B.values(F, "t"), F)
+        ts = got[0]
         mine = {t - lp.toff for t in ts}
         if seen & mine:
             return False

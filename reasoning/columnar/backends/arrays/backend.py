@@ -214,7 +214,13 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         cols = {}
         for k in names:
             parts = [d.cols[k] for d in dfs]
-            kind = next((c.k for c in parts if c.k != NULL), NULL)
+            kind = parts[0].k
+            if all(c.k == kind for c in parts):  # (the common case: one kind, no nulls)
+                if kind != NULL and all(c.m is None for c in parts):
+                    cols[k] = Col(np.concatenate([c.v for c in parts]), None, kind)
+                    continue
+            else:
+                kind = next((c.k for c in parts if c.k != NULL), NULL)
             vs = []
             for c in parts:
                 v = c.v
