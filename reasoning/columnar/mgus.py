@@ -160,12 +160,14 @@ def seed(eng, k: int, i: int, F, extra: Optional[dict] = None):
     if P is None:
         return None, None
     B = eng.B
-    return P, B.with_columns(V, {"ev": B.lit(1 << i, INT), "ng": B.str_list(eng.tpl_ng[k])})
+    V = B.with_columns(V, {"ev": B.lit(1 << i, INT), "ng": B.str_list(eng.tpl_ng[k])})
+    return P, B.select_cols(V, [vcol(x) for x in sorted(P)] + ["ev", "ng"])
 
 
 def seed_bindings(eng, lp: LitPattern, F):
     """The bindings the facts F give literal lp's variables: (pattern, rows of the
-    pattern's columns) or (None, None) — once a tick per literal shape (the unfolded
+    pattern's columns — and of a marker `_seed` when it binds none: a Polars frame of no
+    column has no row) or (None, None) — once a tick per literal shape (the unfolded
     templates of a window program share most of their literals)."""
     B = eng.B
     key = (id(F), lp.pred, lp.args, lp.tvar, lp.toff)
@@ -181,6 +183,8 @@ def seed_bindings(eng, lp: LitPattern, F):
                 fc, off = spec.binds[x]
                 e = B.col(fc) + B.lit(off, INT) if fc == "t" else B.col(fc)
                 items.append(B.alias(e, vcol(x)))
+            if not items:
+                items.append(B.alias(B.lit(True, BOOL), "_seed"))
             got = (Pattern(spec.binds), B.select(Ff, items), F)
         eng.seed_cache[key] = got  # (F kept: its id stays its own this tick)
     return got[0], got[1]

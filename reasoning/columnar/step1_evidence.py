@@ -156,7 +156,7 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
     vcols = [vcol(x) for x in sorted(G)]
     if seeds:
         # each literal's bindings with its bit as ev (step 1(a)'s E = {i})
-        S = tagged(B, [B.select_cols(V, vcols) for V in seeds], "ev", bits)
+        S = tagged(B, seeds, vcols, "ev", bits)
         # a seeded binding grounds every positive literal, and literal j's instance is in
         # D|τ iff literal j seeded it: the seed mask is E' ∩ D|τ, so only the window W
         # (disjoint from D|τ: duplicates are gone) is joined for the rest of E'
@@ -202,13 +202,14 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
     step1b(eng, k, D, present, tau, new, skip=G)
 
 
-def tagged(B, dfs: list, name: str, values: list):
-    """The frames dfs (same columns) one under another, with column `name` = values[i]
-    on the rows of dfs[i] (the backend's own kernel where it has one)."""
+def tagged(B, dfs: list, cols: list, name: str, values: list):
+    """The columns `cols` of the frames dfs one under another, with column `name` =
+    values[i] on the rows of dfs[i] (the backend's own kernel where it has one)."""
     own = getattr(B, "concat_tagged", None)
     if own is not None:
-        return own(dfs, name, values)
-    return B.concat([B.with_columns(df, {name: B.lit(v, INT)}) for df, v in zip(dfs, values)])
+        return own([B.select_cols(df, cols) for df in dfs], name, values)
+    return B.concat([B.select_cols(B.with_columns(df, {name: B.lit(v, INT)}), cols + [name])
+                     for df, v in zip(dfs, values)])
 
 
 def seeds_disjoint(eng, tp: ETemplate, facts: list) -> bool:
