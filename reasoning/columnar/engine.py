@@ -246,7 +246,6 @@ class ColumnarEngine:
         if collect is not None:  # interned values no frame kept across ticks holds
             collect(self)
         self.seeded = set()
-        self.seed_cache = {}
         rep = ColumnarReport(tau)
         # D|τ less duplicates, W's expiry; present = D|τ ∪ W
         D, W, present = arrive(self, facts, tau, clean, rep)

@@ -17,6 +17,7 @@ def step1(eng, D: dict, present: dict, window: dict, tau: int) -> None:
     go into S_τ once every template is done."""
     B = eng.B
     new: dict = {}
+    eng.seed_cache = {}  # (mgus.seed_bindings: keyed by the slice's frames, this tick only)
     for k in range(len(eng.templates)):
         if eng.full_seeds[k]:
             step1_full(eng, k, D, present, window, tau, new)
@@ -26,6 +27,7 @@ def step1(eng, D: dict, present: dict, window: dict, tau: int) -> None:
                 F = D.get(eng.templates[k].lits[i].pred)
                 if F is not None:
                     step1a(eng, k, i, F, present, tau, new)
+    eng.seed_cache = {}  # (the seeds are not kept past step 1: a slice's size each)
     for (k, P), frames in new.items():
         add(eng, k, P, B.concat(frames),
             fresh_only=eng.full_seeds[k] and P == eng.all_vars[k])
