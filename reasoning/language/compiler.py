@@ -188,8 +188,12 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
     kept = choose(prog, an, mode) if mode == "always" else frozenset()
     if mode == "auto" and certainly_over(prog, an, prog.query.pred, MAX_TEMPLATES):
         kept = choose(prog, an, mode)  # (the unfolding would fail at the budget below)
-    if literal:  # a lifted diamond is resolved as one literal, never kept
-        kept = frozenset(p for p in kept if lifted_window(p) is None)
+
+    def resolvable(ps: frozenset) -> frozenset:
+        """ps less the lifted diamonds where those are resolved as one literal (never kept)."""
+        return frozenset(p for p in ps if lifted_window(p) is None) if literal else ps
+
+    kept = resolvable(kept)
     try:
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept, literal)
     except ProgramError as e:  # over pre-processing's budgets: keep predicates out (auto)
@@ -200,8 +204,7 @@ def compile_program(text: str, file: str = "<input>", query: Optional[str] = Non
             if note:
                 raise ProgramError(e.message + note, e.span, e.source) from None
             raise
-        if literal:
-            kept = frozenset(p for p in kept if lifted_window(p) is None)
+        kept = resolvable(kept)
         queries = build_queries(prog, prog.query, set(idb), edb, qspan, kept, literal)
     consts = set(prog.domain)
     for r in list(prog.rules) + list(prog.facts):
