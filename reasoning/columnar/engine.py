@@ -50,6 +50,7 @@ from reasoning.columnar.layout import (INT, MAX_LITERALS, META_KINDS, OBJ, Layou
                                        encode_nogoods, fact_schema, row_to_answer, vcol)
 from reasoning.columnar.state import Pattern, add, answers, fresh_rows, load_answers, row_view
 from reasoning.columnar.step1_evidence import seeds_disjoint, step1
+from reasoning.columnar.step1_family import families
 from reasoning.columnar.step2_new_answers import step2
 from reasoning.columnar.step3_negation import step3
 from reasoning.columnar.step3_derived import step3_modular
@@ -173,6 +174,8 @@ class ColumnarEngine:
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
         self.seed_cache: dict = {}  # mgus.seed_bindings: a literal's bindings from D|τ, a tick
+        # full-seed templates whose ground rows step 1 evaluates together (step1_family.py)
+        self.families = families(self) if getattr(self.B, "cheap_checks", False) else []
 
     # ================================================================== expressions
     def _texpr(self, lp: LitPattern):

@@ -8,6 +8,7 @@ from reasoning.columnar.finish import finish
 from reasoning.columnar.layout import BOOL, INT, OBJ, row_to_answer, vcol
 from reasoning.columnar.mgus import local_mgus, prep, present_all, seed, seed_bindings
 from reasoning.columnar.state import Pattern, add
+from reasoning.columnar.step1_family import step1_family
 from reasoning.columnar.unify import ground_under
 
 
@@ -18,8 +19,15 @@ def step1(eng, D: dict, present: dict, window: dict, tau: int) -> None:
     B = eng.B
     new: dict = {}
     eng.seed_cache = {}  # (mgus.seed_bindings: keyed by the slice's frames, this tick only)
+    together = set()
+    for fam in eng.families:  # full-seed templates of one layout: their ground rows at once
+        step1_family(eng, fam, D, window, tau,
+                     lambda eng, k, P, df: put(eng, new, k, P, df))
+        together.update(fam.tids)
     for k in range(len(eng.templates)):
-        if eng.full_seeds[k]:
+        if k in together:
+            step1b(eng, k, D, present, tau, new, skip=eng.all_vars[k])
+        elif eng.full_seeds[k]:
             step1_full(eng, k, D, present, window, tau, new)
         else:
             step1b(eng, k, D, present, tau, new)
@@ -209,7 +217,7 @@ def tagged(B, dfs: list, cols: list, name: str, values: list):
     values[i] on the rows of dfs[i] (the backend's own kernel where it has one)."""
     own = getattr(B, "concat_tagged", None)
     if own is not None:
-        return own([B.select_cols(df, cols) for df in dfs], name, values)
+        return own([B.select_cols(df, cols) for df in dfs], {name: values})
     return B.concat([B.select_cols(B.with_columns(df, {name: B.lit(v, INT)}), cols + [name])
                      for df, v in zip(dfs, values)])
 

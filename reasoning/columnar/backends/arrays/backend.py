@@ -236,13 +236,27 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             cols[k] = Col(np.concatenate(vs), m, kind)
         return Frame(cols, sum(d.n for d in dfs))
 
-    def concat_tagged(self, dfs: list, name: str, values: list):
-        """concat(dfs) with an INT column `name` = values[i] on dfs[i]'s rows."""
+    def concat_tagged(self, dfs: list, tags: dict):
+        """concat(dfs) with INT columns name = values[i] on dfs[i]'s rows, for each
+        name: values of `tags`."""
         out = self.concat(dfs) if len(dfs) > 1 else dfs[0]
-        tag = np.repeat(np.asarray(values, np.int64), [d.n for d in dfs])
+        sizes = [d.n for d in dfs]
         cols = dict(out.cols)
-        cols[name] = Col(tag, None, INT)
+        for name, values in tags.items():
+            cols[name] = Col(np.repeat(np.asarray(values, np.int64), sizes), None, INT)
         return Frame(cols, out.n)
+
+    def split_by(self, df, col: str, values: list) -> dict:
+        """{v: the rows of df whose INT column `col` is v, in their order} for v in values
+        (one stable sort for all the parts)."""
+        v = df.cols[col].v
+        order = np.argsort(v, kind="stable")
+        sv = v[order]
+        want = np.asarray(values, np.int64)
+        lo = np.searchsorted(sv, want, "left")
+        hi = np.searchsorted(sv, want, "right")
+        return {t: df.take(order[a:b], int(b - a))
+                for t, a, b in zip(values, lo.tolist(), hi.tolist())}
 
     def _groups(self, df, keys: list):
         return _group_ids([df.cols[k] for k in keys])
