@@ -158,42 +158,6 @@ class DomainOps:
             cols[names[1]] = Col(dlp, None if m is None else m.copy(), INT)
         return Frame(cols, df.n)
 
-    def open_deadlines(self, df, items: list):
-        """df with exp and dlp: the least and greatest t + c over the items [(mask column,
-        time column or None, c)] whose mask has a bit not in `ev` (null: none open) —
-        step 1's deadlines over rows of several templates (step1_family.py), or None (a
-        null in a column read: the engine builds them as expressions)."""
-        cols = df.cols
-        ev = cols["ev"]
-        if ev.m is not None or df.n == 0:
-            return None
-        nev = ~ev.v
-        big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-        exp = np.full(df.n, big, np.int64)
-        dlp = np.full(df.n, small, np.int64)
-        for mcol, tcol, c in items:
-            m = cols[mcol]
-            if m.m is not None:
-                return None
-            opened = (m.v & nev) != 0
-            if not opened.any():
-                continue
-            if tcol is None:
-                t = np.int64(c)
-            else:
-                tc = cols[tcol]
-                if tc.m is not None or tc.k != INT:
-                    return None
-                t = tc.v + c
-            np.minimum(exp, np.where(opened, t, big), out=exp)
-            np.maximum(dlp, np.where(opened, t, small), out=dlp)
-        null = exp == big
-        m = null if null.any() else None
-        out = dict(cols)
-        out["exp"] = Col(exp, m, INT)
-        out["dlp"] = Col(dlp, None if m is None else m.copy(), INT)
-        return Frame(out, df.n)
-
     def _dense_delays(self, table, key: str, val: str) -> Optional[np.ndarray]:
         """A δ look-up table as an array indexed by string id (-1: no pattern), or None;
         the tables live as long as their DelayPlan, and so do their ids."""
