@@ -9,6 +9,8 @@ paper's order, each in its own module:
                         (local mgus, Def. 16, as optional joins: mgus.py); step 1(b): the
                         waiting answers joined with D|τ on their hypotheses' arguments and
                         times; expiry is a filter on the `exp` column
+  step1_family.py       steps 1(a)–(b) of the ground answers of the full-seed templates of
+                        one layout (a window program's unfolding) as one table
   step2_new_answers.py  step 2: one row per template with T := τ
   step3_negation.py     step 3: per key of the T-stratification (waves, lowest first), the
                         negated hypotheses against 3(a)'s answers of their predicate;

@@ -12,6 +12,7 @@ from reasoning.columnar.layout import BOOL, INT, META_KINDS, vcol
 from reasoning.columnar.mgus import prep, seed_bindings
 
 LOW = -(1 << 62)  # a time variable with no lower bound in a template
+MEMO_ROWS = 1 << 16  # the small tables' memo is emptied past this many (template, mask) rows
 
 
 @dataclass(frozen=True)
@@ -144,23 +145,34 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
                 E = None
         else:
             kept = B.filter(A, live)
-        got = _split(B, kept, ptids)
+        kept = _split(B, kept, ptids)
         for k in ptids:
-            eng.S[k][eng.all_vars[k]] = B.materialize(B.select_cols(got[k], vcols + meta))
+            eng.S[k][eng.all_vars[k]] = B.select_cols(kept[k], vcols + meta)
     rows = [] if E is None else [E]
     if Sd is not None:
         rows.append(B.select(Sd, [B.col(c) for c in ["_tid"] + vcols + ["ev"]] +
                              [B.alias(B.str_list(()), "ng")]))
-    if not rows:
-        return
-    new = _finish(eng, fam, B.concat(rows) if len(rows) > 1 else rows[0], tau)
-    if new is None:
-        return
-    got = _split(B, new, list(fam.tids))
+    new = _finish(eng, fam, B.concat(rows) if len(rows) > 1 else rows[0], tau) \
+        if rows else None
+    if new is not None:  # state.add's set semantics (fresh_only: none equals a kept row)
+        ng = ["ng"] if any(eng.may_ng[k] for k in fam.tids) else []
+        new = _split(B, B.unique(new, ["_tid"] + vcols + ["ev"] + ng), list(fam.tids))
     for k in fam.tids:
-        part = got.get(k)
-        if part is not None and not B.is_empty(part):
-            put(eng, k, eng.all_vars[k], B.select_cols(part, vcols + meta))
+        G = eng.all_vars[k]
+        part = None if new is None else new.get(k)
+        if part is not None and B.is_empty(part):
+            part = None
+        if part is not None:
+            part = B.select_cols(part, vcols + meta)
+            if any(P != G and not B.is_empty(A) for P, A in eng.S[k].items()):
+                put(eng, k, G, part)  # (step 1(b) of another partition may add to G)
+                part = None
+            elif G in eng.S[k] and not B.is_empty(eng.S[k][G]):
+                part = B.concat([eng.S[k][G], part])
+        if part is not None:
+            eng.S[k][G] = B.materialize(part)
+        elif G in eng.S[k]:
+            eng.S[k][G] = B.materialize(eng.S[k][G])
 
 
 def _present(eng, fam: Family, Sd, window: dict):
@@ -195,7 +207,7 @@ def _present(eng, fam: Family, Sd, window: dict):
         return B.with_columns(Sd, {"ev": B.col("smask")})
     U = B.select(U, [B.col(c) for c in vcols] + [B.alias(pm, "_pm")])
     Sd = B.join(Sd, U, vcols, vcols, how="left")
-    memo = fam.memo.setdefault("pm", {})
+    memo = _memo(fam, "pm")
     pos = {k: n for n, k in enumerate(fam.tids)}
 
     def bits(tid, m):
@@ -207,6 +219,15 @@ def _present(eng, fam: Family, Sd, window: dict):
     Sd = _by_table(B, Sd, "_pm", ["_pb"], bits)
     return B.select(Sd, [B.col(c) for c in ["_tid"] + vcols + ["smask"]] +
                     [B.alias(B.bit_or(B.col("smask"), B.col("_pb")), "ev")])
+
+
+def _memo(fam: Family, name: str) -> dict:
+    """One of the family's memos of (template, mask) rows, bounded: a long stream meets
+    more masks than a tick does."""
+    memo = fam.memo.setdefault(name, {})
+    if len(memo) > MEMO_ROWS:
+        memo.clear()
+    return memo
 
 
 def _by_table(B, df, key: str, names: list, fn):
@@ -234,7 +255,7 @@ def _finish(eng, fam: Family, df, tau: int):
     lows, exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an
     offset: tv plus a per-(template, ev) least and greatest offset), exp > τ."""
     B = eng.B
-    memo = fam.memo.setdefault("dl", {})
+    memo = _memo(fam, "dl")
     pos = {k: n for n, k in enumerate(fam.tids)}
 
     def span(tid, ev):
