@@ -25,7 +25,7 @@ class Family:
     tids: tuple
     vcols: tuple
     tv: int  # the time variable of every positive literal
-    shapes: tuple  # (pred, args, tvar, toff) per shape s
+    lits: tuple  # a literal of each shape s (pred, arguments, time variable and offset)
     masks: tuple  # per template: {shape: the bits of its literals of that shape}
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: {time variable: least value} (finish.py's lows)
@@ -50,12 +50,14 @@ def families(eng) -> list:
             continue
         if any(eng.dplans[tp.lits[j].pred].constant is None for j in tp.pos):
             continue
+        if sum(kind == INT for kind in eng.layouts[k].kinds) != 1:
+            continue  # (one time variable: T − τ and T's least value key the seeds)
         groups.setdefault((eng.layouts[k].kinds, tvs.pop()), []).append(k)
     out = []
     for (kinds, tv), ks in groups.items():
         if len(ks) > 1:
             fam = _family(eng, kinds, tv, ks)
-            if len(fam.shapes) <= 62:  # (a shape set per row is an int64 bit mask)
+            if len(fam.lits) <= 62:  # (a shape set per row is an int64 bit mask)
                 out.append(fam)
     return out
 
@@ -68,14 +70,15 @@ def _family(eng, kinds: tuple, tv: int, ks: list) -> Family:
         m: dict = {}
         for j in tp.pos:
             lp = tp.lits[j]
-            s = shapes.setdefault((lp.pred, lp.args, lp.tvar, lp.toff), len(shapes))
+            s = shapes.setdefault((lp.pred, lp.args, lp.tvar, lp.toff), (len(shapes), lp))[0]
             m[s] = m.get(s, 0) | (1 << j)
         masks.append(m)
         offs.append(tuple((j, tp.lits[j].toff + eng.dplans[tp.lits[j].pred].constant)
                           for j in tp.pos))
     ints = tuple(v for v, kind in enumerate(kinds) if kind == INT)
-    return Family(tuple(ks), tuple(vcol(v) for v in range(len(kinds))), tv, tuple(shapes),
-                  tuple(masks), tuple(offs), tuple(_lows(eng.templates[k]) for k in ks), ints)
+    return Family(tuple(ks), tuple(vcol(v) for v in range(len(kinds))), tv,
+                  tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
+                  tuple(_lows(eng.templates[k]) for k in ks), ints)
 
 
 def _lows(tp) -> dict:
@@ -99,25 +102,9 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     B = eng.B
     vcols = list(fam.vcols)
     meta = list(META_KINDS)
-    seeds, tids, bits = [], [], []
-    for k in fam.tids:
-        tp = eng.templates[k]
-        for j in tp.pos:
-            F = D.get(tp.lits[j].pred)
-            if F is None:
-                continue
-            _, V = seed_bindings(eng, tp.lits[j], F)
-            if V is not None and not B.is_empty(V):
-                seeds.append(B.select_cols(V, vcols))
-                tids.append(k)
-                bits.append(1 << j)
-    Sd = None
-    if seeds:
-        S = _tag(B, seeds, {"_tid": tids, "ev": bits})
-        # one row per template and binding: E' ∩ D|τ is the sum of its literals' bits
-        # (each literal's facts give a binding once)
-        Sd = B.group_agg(S, ["_tid"] + vcols, {"smask": B.agg_sum(B.col("ev"))}, scalar=True)
-        Sd = B.materialize(_present(eng, fam, Sd, window))
+    # the bindings D|τ seeds, once each: `_pd` the shapes whose facts seed it, `_pw` the
+    # shapes whose instance is in W (E' = Hσ ∩ (D|τ ∪ W) of every template, by shape)
+    U = _bindings(eng, fam, D, window)
     # the ground partitions' rows, one table
     parts, ptids = [], []
     for k in fam.tids:
@@ -129,10 +116,9 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     E = None
     if parts:
         A = _tag(B, parts, {"_tid": ptids})
-        if Sd is not None:
-            J = B.join(A, B.select(Sd, [B.col(c) for c in ["_tid"] + vcols + ["smask"]] +
-                                   [B.alias(B.col("ev"), "pbits")]),
-                       ["_tid"] + vcols, ["_tid"] + vcols, how="left")
+        if U is not None:
+            # a row's template bits of the seeded shapes (smask) and of the present ones
+            J = _by_pair(eng, fam, B.join(A, U, vcols, vcols, how="left"))
             hit = B.not_null(B.col("smask")) & (
                 B.bit_and(B.col("smask"), B.bit_not(B.col("ev"))) != B.lit(0, INT))
             pri = (B.col("ev") == B.lit(0, INT)) & (B.list_len(B.col("ng")) == B.lit(0, INT))
@@ -148,12 +134,11 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
         kept = _split(B, kept, ptids)
         for k in ptids:
             eng.S[k][eng.all_vars[k]] = B.select_cols(kept[k], vcols + meta)
-    rows = [] if E is None else [E]
-    if Sd is not None:
-        rows.append(B.select(Sd, [B.col(c) for c in ["_tid"] + vcols + ["ev"]] +
-                             [B.alias(B.str_list(()), "ng")]))
-    new = _finish(eng, fam, B.concat(rows) if len(rows) > 1 else rows[0], tau) \
-        if rows else None
+    rows = [] if E is None else [_finish(eng, fam, E, tau)]
+    if U is not None:
+        rows.append(_seeded(eng, fam, U, tau))
+    rows = [r for r in rows if r is not None]
+    new = (B.concat(rows) if len(rows) > 1 else rows[0]) if rows else None
     if new is not None:  # state.add's set semantics (fresh_only: none equals a kept row)
         ng = ["ng"] if any(eng.may_ng[k] for k in fam.tids) else []
         new = _split(B, B.unique(new, ["_tid"] + vcols + ["ev"] + ng), list(fam.tids))
@@ -175,24 +160,35 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
             eng.S[k][G] = B.materialize(eng.S[k][G])
 
 
-def _present(eng, fam: Family, Sd, window: dict):
-    """present_all over the family: E' ∩ W.  Each shape's instance is looked up in W
-    once per distinct binding (a shape set `_pm` per binding), and a template's bits of
-    the shapes present set in ev (a small table per (template, shape set))."""
+def _bindings(eng, fam: Family, D: dict, window: dict):
+    """The distinct bindings the facts of D|τ give the family's literals (their shapes'
+    seed bindings, mgus.seed_bindings), with `_pd`: the shapes seeding each, and `_pw`: the
+    shapes whose instance under it is in W (present_all's look-up, once a binding) — or
+    None (no seed)."""
     B = eng.B
     vcols = list(fam.vcols)
-    U = B.unique(B.select_cols(Sd, vcols))
+    seeds, tags = [], []
+    for s, lp in enumerate(fam.lits):
+        F = D.get(lp.pred)
+        if F is None:
+            continue
+        _, V = seed_bindings(eng, lp, F)
+        if V is not None and not B.is_empty(V):
+            seeds.append(B.select_cols(V, vcols))
+            tags.append(1 << s)
+    if not seeds:
+        return None
+    # a shape's facts give a binding once: the sum of the bits is their union
+    U = B.group_agg(_tag(B, seeds, {"_pd": tags}), vcols, {"_pd": B.agg_sum(B.col("_pd"))},
+                    scalar=True)
     cache: dict = {}
     mark = getattr(B, "mark_matches", None)
-    pm = B.lit(0, INT)
-    marked = False
-    for s, (pred, args, tvar, toff) in enumerate(fam.shapes):
-        F = window.get(pred)
+    pw = B.lit(0, INT)
+    for s, lp in enumerate(fam.lits):
+        F = window.get(lp.pred)
         if F is None or B.is_empty(F):
             continue
-        R, lkeys, names = prep(eng, cache, _lit(eng, fam, s), F, f"s{s}")
-        if not lkeys:  # (a ground literal: fam's literals bind the time variable)
-            continue
+        R, lkeys, names = prep(eng, cache, lp, F, f"s{s}")
         if B.cheap_checks and B.is_empty(R):
             continue
         if mark is not None:
@@ -201,24 +197,84 @@ def _present(eng, fam: Family, Sd, window: dict):
         else:
             U = B.join(U, R, lkeys, names, how="left")
             hit = B.not_null(B.col(f"_ms{s}"))
-        pm = B.bit_or(pm, B.when(hit, B.lit(1 << s, INT), B.lit(0, INT)))
-        marked = True
-    if not marked:
-        return B.with_columns(Sd, {"ev": B.col("smask")})
-    U = B.select(U, [B.col(c) for c in vcols] + [B.alias(pm, "_pm")])
-    Sd = B.join(Sd, U, vcols, vcols, how="left")
-    memo = _memo(fam, "pm")
+        pw = B.bit_or(pw, B.when(hit, B.lit(1 << s, INT), B.lit(0, INT)))
+    return B.materialize(B.select(U, [B.col(c) for c in vcols + ["_pd"]] +
+                                  [B.alias(pw, "_pw")]))
+
+
+def _bits(fam: Family, n: int, shapes: int) -> int:
+    """Template n's literal bits of a set of shapes."""
+    return sum(b for s, b in fam.masks[n].items() if shapes >> s & 1)
+
+
+def _by_pair(eng, fam: Family, J):
+    """Rows of the ground partitions joined with the seeded bindings (`_pd`, `_pw`; null:
+    not seeded) with their template's `smask` (the seeding literals, E' ∩ D|τ) and
+    `pbits` (E' ∩ (D|τ ∪ W)), as step1_full's join with its seeded rows gives them."""
+    B = eng.B
+    memo = _memo(fam, "pair")
     pos = {k: n for n, k in enumerate(fam.tids)}
 
-    def bits(tid, m):
-        got = memo.get((tid, m))
+    def fn(tid, pd, pw):
+        got = memo.get((tid, pd, pw))
         if got is None:
-            got = memo[(tid, m)] = (sum(b for s, b in fam.masks[pos[tid]].items()
-                                        if m >> s & 1),)
+            n = pos[tid]
+            got = memo[(tid, pd, pw)] = (None, None) if pd is None else (
+                _bits(fam, n, pd), _bits(fam, n, pd | pw))
         return got
-    Sd = _by_table(B, Sd, "_pm", ["_pb"], bits)
-    return B.select(Sd, [B.col(c) for c in ["_tid"] + vcols + ["smask"]] +
-                    [B.alias(B.bit_or(B.col("smask"), B.col("_pb")), "ev")])
+    return _by_table(B, J, ["_tid", "_pd", "_pw"], ["smask", "pbits"], fn)
+
+
+def _seeded(eng, fam: Family, U, tau: int):
+    """Step 1(a)'s new rows of every template of the family that survive finish: per
+    binding, the templates its seeding shapes seed, with E = their bits of the shapes
+    present, kept if every positive literal left open may still arrive (exp > τ) and the
+    times are at least the template's lows — decided once per (seeding shapes, present
+    shapes, T − τ, T below the lows' largest) and joined back to the bindings."""
+    B = eng.B
+    vcols = list(fam.vcols)
+    t = B.col(vcol(fam.tv))
+    cap = max([lo for lows in fam.lows for lo in lows.values()] + [0]) + 1
+    U = B.with_columns(U, {"_rel": t - B.lit(tau, INT),
+                           "_tc": B.least([t, B.lit(cap, INT)])})
+    keys = ["_pd", "_pw", "_rel", "_tc"]
+    K = B.unique(B.select_cols(U, keys))
+    memo = _memo(fam, "seed")
+    cols: dict = {c: [] for c in keys + ["_tid", "ev", "_dmin", "_dmax"]}
+    for pd, pw, rel, tc in zip(*(B.column_list(K, c) for c in keys)):
+        got = memo.get((pd, pw, rel, tc))
+        if got is None:
+            got = memo[(pd, pw, rel, tc)] = _seed_rows(fam, pd, pw, rel, tc)
+        for tid, ev, dmin, dmax in got:
+            for c, v in zip(keys + ["_tid", "ev", "_dmin", "_dmax"],
+                            (pd, pw, rel, tc, tid, ev, dmin, dmax)):
+                cols[c].append(v)
+    if not cols["_tid"]:
+        return None
+    T = B.from_columns(cols, {c: INT for c in cols})
+    S = B.join(U, T, keys, keys, how="inner")
+    return B.select(S, [B.col(c) for c in ["_tid"] + vcols + ["ev"]] + [
+        B.alias(B.str_list(()), "ng"), B.alias(t + B.col("_dmin"), "exp"),
+        B.alias(t + B.col("_dmax"), "dlp"), B.alias(B.lit(False, BOOL), "unb"),
+        B.alias(B.lit(tau, INT), "born")])
+
+
+def _seed_rows(fam: Family, pd: int, pw: int, rel: int, tc: int) -> list:
+    """[(template, E, least and greatest open offset)] a binding seeded by the shapes pd,
+    with the shapes pw present in W, at T = τ + rel (tc: T, or the cap past every low)."""
+    out = []
+    for n, k in enumerate(fam.tids):
+        smask = _bits(fam, n, pd)
+        if not smask:
+            continue
+        if any(tc < lo for lo in fam.lows[n].values()):
+            continue
+        ev = smask | _bits(fam, n, pw)
+        cs = [c for j, c in fam.offs[n] if not ev >> j & 1]
+        if cs and rel + min(cs) <= 0:  # an open literal past its deadline: exp ≤ τ
+            continue
+        out.append((k, ev) + ((min(cs), max(cs)) if cs else (None, None)))
+    return out
 
 
 def _memo(fam: Family, name: str) -> dict:
@@ -230,24 +286,16 @@ def _memo(fam: Family, name: str) -> dict:
     return memo
 
 
-def _by_table(B, df, key: str, names: list, fn):
-    """df with columns `names` = fn(_tid, key value) (a tuple; None: null), looked up in a
-    table of df's distinct (_tid, key) pairs (hundreds where df has thousands of rows)."""
-    U = B.unique(B.select_cols(df, ["_tid", key]))
-    ts, ks = B.column_list(U, "_tid"), B.column_list(U, key)
-    vals = list(zip(*map(fn, ts, ks))) or [() for _ in names]
-    cols = {"_tid": ts, key: ks, **dict(zip(names, map(list, vals)))}
+def _by_table(B, df, keys, names: list, fn):
+    """df with columns `names` = fn(*key values) (a tuple; None: null), looked up in a
+    table of df's distinct key tuples (hundreds where df has thousands of rows)."""
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    U = B.unique(B.select_cols(df, keys))
+    kv = [B.column_list(U, c) for c in keys]
+    vals = list(zip(*map(fn, *kv))) or [() for _ in names]
+    cols = {**dict(zip(keys, kv)), **dict(zip(names, map(list, vals)))}
     T = B.from_columns(cols, {c: INT for c in cols})
-    return B.join(df, T, ["_tid", key], ["_tid", key], how="inner")
-
-
-def _lit(eng, fam: Family, s: int):
-    """A literal of shape s (the first template's that has one)."""
-    for k, m in zip(fam.tids, fam.masks):
-        if s in m:
-            j = (m[s] & -m[s]).bit_length() - 1
-            return eng.templates[k].lits[j]
-    raise KeyError(s)
+    return B.join(df, T, keys, keys, how="inner", nulls_equal=True)
 
 
 def _finish(eng, fam: Family, df, tau: int):
@@ -266,7 +314,8 @@ def _finish(eng, fam: Family, df, tau: int):
             got = memo[(tid, ev)] = ((min(cs), max(cs)) if cs else (None, None)) + tuple(
                 fam.lows[n].get(v, LOW) for v in fam.ints)
         return got
-    df = _by_table(B, df, "ev", ["_dmin", "_dmax"] + [f"_lo{v}" for v in fam.ints], span)
+    df = _by_table(B, df, ["_tid", "ev"], ["_dmin", "_dmax"] + [f"_lo{v}" for v in fam.ints],
+                   span)
     t = B.col(vcol(fam.tv))
     exp = t + B.col("_dmin")
     df = B.with_columns(df, {"exp": exp, "dlp": t + B.col("_dmax"),
