@@ -1,9 +1,12 @@
 """Steps 1(a)–(b) of Algorithm 1 (002 §6) for the ground answers of several full-seed
-templates at once: one table with a template column `_tid` (the unfolded templates of a
-window program share most of their literals, and step 1 of one such template is ~30 table
-operations on a few dozen rows: done template by template, the tick's cost was a fixed
-cost per template).  The rows, conditions and deadlines are step1_full's and finish's
-(step1_evidence.py, finish.py); each template's rows are split off at the end."""
+templates at once, one table with a template column `_tid`: the unfolded templates of a
+window program share most of their literals, and step 1 template by template was ~30
+table operations on a few dozen rows each — a fixed cost per template and tick.  D|τ's
+bindings are made once (with the literal shapes seeding them and those present in W); the
+new rows that survive finish (exp > τ, the least times) are read from a small table per
+(seeding shapes, present shapes, T − τ) — most seeded rows of such a program miss a past
+literal and die there; the waiting rows are woken in one join.  The rows, conditions and
+deadlines are step1_full's and finish's (step1_evidence.py, finish.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -94,11 +97,10 @@ def _lows(tp) -> dict:
 
 
 def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None:
-    """step1_full's ground partition for every template of the family: seeds from D|τ
-    (one binding per literal and fact, with the literal's bit), merged per template and
-    binding; the window's instances marked; the waiting rows they hit woken; the new rows
-    finished; S_τ's kept rows and the new ones split per template (`put` collects the
-    new)."""
+    """step1_full's ground partition for every template of the family: D|τ's bindings;
+    the waiting rows they hit woken and finished; the seeded rows that survive; S_τ's kept
+    rows and the new ones split per template (`put` collects those another partition's
+    step 1(b) may add to)."""
     B = eng.B
     vcols = list(fam.vcols)
     meta = list(META_KINDS)
@@ -113,7 +115,7 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
             parts.append(B.select_cols(A, vcols + meta))
             ptids.append(k)
     live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
-    E = None
+    E = kept = None
     if parts:
         A = _tag(B, parts, {"_tid": ptids})
         if U is not None:
@@ -123,7 +125,7 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
                 B.bit_and(B.col("smask"), B.bit_not(B.col("ev"))) != B.lit(0, INT))
             pri = (B.col("ev") == B.lit(0, INT)) & (B.list_len(B.col("ng")) == B.lit(0, INT))
             J = B.materialize(B.with_columns(J, {"_hit": hit, "_pri": pri}))
-            kept = B.filter(J, (~B.col("_hit")) & live)
+            kept = B.select_cols(B.filter(J, (~B.col("_hit")) & live), ["_tid"] + vcols + meta)
             E = B.filter(J, B.col("_hit") & (~B.col("_pri")))
             E = B.select(E, [B.col(c) for c in ["_tid"] + vcols] + [
                 B.alias(B.bit_or(B.col("ev"), B.col("pbits")), "ev"), B.col("ng")])
@@ -131,9 +133,6 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
                 E = None
         else:
             kept = B.filter(A, live)
-        kept = _split(B, kept, ptids)
-        for k in ptids:
-            eng.S[k][eng.all_vars[k]] = B.select_cols(kept[k], vcols + meta)
     rows = [] if E is None else [_finish(eng, fam, E, tau)]
     if U is not None:
         rows.append(_seeded(eng, fam, U, tau))
@@ -141,23 +140,26 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     new = (B.concat(rows) if len(rows) > 1 else rows[0]) if rows else None
     if new is not None:  # state.add's set semantics (fresh_only: none equals a kept row)
         ng = ["ng"] if any(eng.may_ng[k] for k in fam.tids) else []
-        new = _split(B, B.unique(new, ["_tid"] + vcols + ["ev"] + ng), list(fam.tids))
+        new = B.unique(new, ["_tid"] + vcols + ["ev"] + ng)
+    # S_τ's ground rows of each template: the kept and the new ones (step 1(b) of another
+    # partition of a template may add to its ground one: then its new rows are collected)
+    shared = [k for k in fam.tids
+              if any(P != eng.all_vars[k] and not B.is_empty(A) for P, A in eng.S[k].items())]
+    if shared and new is not None:
+        got = _split(B, new, shared)
+        for k in shared:
+            if not B.is_empty(got[k]):
+                put(eng, k, eng.all_vars[k], B.select_cols(got[k], vcols + meta))
+        new = B.join(new, B.from_columns({"_tid": shared}, {"_tid": INT}), ["_tid"], ["_tid"],
+                     how="anti")
+    both = [f for f in (kept, new) if f is not None]
+    if not both:
+        return
+    got = _split(B, B.concat(both) if len(both) > 1 else both[0], list(fam.tids))
     for k in fam.tids:
         G = eng.all_vars[k]
-        part = None if new is None else new.get(k)
-        if part is not None and B.is_empty(part):
-            part = None
-        if part is not None:
-            part = B.select_cols(part, vcols + meta)
-            if any(P != G and not B.is_empty(A) for P, A in eng.S[k].items()):
-                put(eng, k, G, part)  # (step 1(b) of another partition may add to G)
-                part = None
-            elif G in eng.S[k] and not B.is_empty(eng.S[k][G]):
-                part = B.concat([eng.S[k][G], part])
-        if part is not None:
-            eng.S[k][G] = B.materialize(part)
-        elif G in eng.S[k]:
-            eng.S[k][G] = B.materialize(eng.S[k][G])
+        if k in ptids or not B.is_empty(got[k]):
+            eng.S[k][G] = B.materialize(B.select_cols(got[k], vcols + meta))
 
 
 def _bindings(eng, fam: Family, D: dict, window: dict):
@@ -299,7 +301,7 @@ def _by_table(B, df, keys, names: list, fn):
 
 
 def _finish(eng, fam: Family, df, tau: int):
-    """finish.py's finish for the family's ground rows: times at least each template's
+    """finish.py's finish for the family's woken rows: times at least each template's
     lows, exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an
     offset: tv plus a per-(template, ev) least and greatest offset), exp > τ."""
     B = eng.B
