@@ -176,7 +176,8 @@ class ColumnarEngine:
         # partitions whose rows may have an unbound time variable with a floor (exact.py)
         self.seeded: set = set()  # Answers of step 1(a) at τ, of templates with exact.nlits
         self.seed_cache: dict = {}  # mgus.seed_bindings: a literal's bindings from D|τ, a tick
-        # full-seed templates whose ground rows step 1 evaluates together (step1_family.py)
+        # full-seed templates whose ground rows step 1 evaluates together (step1_family.py);
+        # not on Spark's relational plan, where its small tables' reads would be jobs
         self.families = families(self) if getattr(self.B, "cheap_checks", False) else []
 
     # ================================================================== expressions

@@ -36,33 +36,51 @@ class Family:
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
 
 
-def families(eng) -> list:
-    """The templates step 1 evaluates together: full-seed templates of one variable
-    layout and one time variable whose finish needs no per-template case (no template
-    nogoods, periodic domains, derived literals or delays by instance)."""
-    groups: dict = {}
-    for k, tp in enumerate(eng.templates):
-        if not eng.full_seeds[k] or eng.tpl_ng[k] or tp.periodic or tp.der:
+def full_seed(tp) -> bool:
+    """Every positive literal of the template binds all its variables (a fact seeds a
+    ground answer through any of them: the row engine's full_seeds)."""
+    every = set(range(len(tp.names)))
+    return bool(tp.pos) and all(
+        {x for isvar, x in tp.lits[i].args if isvar} | (
+            {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set()) >= every
+        for i in tp.pos)
+
+
+def groups(templates, constant=lambda pred: True) -> list:
+    """The templates step 1 evaluates together, as lists of indexes: full-seed templates
+    of one variable layout with one time variable, on which every positive literal's time
+    is, whose finish needs no per-template case (no template nogoods, periodic domains,
+    derived literals, negative constant times or delays by instance: `constant(pred)`),
+    two or more of them over at most 62 literal shapes (static: `auto` reads it too)."""
+    by: dict = {}
+    for k, tp in enumerate(templates):
+        if not full_seed(tp) or tp.nogoods or tp.periodic or tp.der:
             continue
         if tp.head.tvar is None and tp.head.toff < 0:
             continue
         if any(lp.tvar is None and lp.toff < 0 for lp in tp.lits):
             continue
         tvs = {tp.lits[j].tvar for j in tp.pos}
-        if len(tvs) != 1 or None in tvs:
-            continue
-        if any(eng.dplans[tp.lits[j].pred].constant is None for j in tp.pos):
-            continue
-        if sum(kind == INT for kind in eng.layouts[k].kinds) != 1:
+        if len(tvs) != 1 or None in tvs or len(tp.time_vars) != 1:
             continue  # (one time variable: T − τ and T's least value key the seeds)
-        groups.setdefault((eng.layouts[k].kinds, tvs.pop()), []).append(k)
+        if not all(constant(tp.lits[j].pred) for j in tp.pos):
+            continue
+        kinds = tuple(i in tp.time_vars for i in range(len(tp.names)))
+        by.setdefault((kinds, tvs.pop()), []).append(k)
     out = []
-    for (kinds, tv), ks in groups.items():
-        if len(ks) > 1:
-            fam = _family(eng, kinds, tv, ks)
-            if len(fam.lits) <= 62:  # (a shape set per row is an int64 bit mask)
-                out.append(fam)
+    for ks in by.values():
+        shapes = {(lp.pred, lp.args, lp.tvar, lp.toff) for k in ks
+                  for lp in (templates[k].lits[j] for j in templates[k].pos)}
+        if len(ks) > 1 and len(shapes) <= 62:  # (a shape set per row is an int64 mask)
+            out.append(ks)
     return out
+
+
+def families(eng) -> list:
+    """The engine's families (groups) with their shapes, masks and offsets."""
+    return [_family(eng, eng.layouts[ks[0]].kinds, eng.templates[ks[0]].lits[
+        eng.templates[ks[0]].pos[0]].tvar, ks)
+            for ks in groups(eng.templates, lambda p: eng.dplans[p].constant is not None)]
 
 
 def _family(eng, kinds: tuple, tv: int, ks: list) -> Family:

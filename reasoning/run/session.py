@@ -30,15 +30,24 @@ ENGINES = ("row", "columnar", "auto")
 # literal, so the crossover is at ~120 × templates / literals facts a slice (turbines ~55,
 # malfunction < 50, a window program of 25 templates and 211 literals < 36); twice that
 # leaves the row engine the small slices it is fastest on.
+# The templates the columnar executor's step 1 evaluates together (columnar/step1_family.py:
+# a window program's unfolding) cost about as much as FAMILY_TEMPLATES of them alone (`w1`'s
+# 9 and `w2`'s 25 in one family: a 2.5 and 2.9 ms tick at 36 facts a slice).
 AUTO_THRESHOLD = 300
 AUTO_MIN = 20
 AUTO_PER_LITERAL = 240
+FAMILY_TEMPLATES = 4
 
 
 def auto_threshold(templates) -> int:
     """Facts per slice from which `auto` runs the program on the columnar executor: the
-    measured crossover for its templates' count and literals (see AUTO_PER_LITERAL)."""
+    measured crossover for its templates' count and literals (see AUTO_PER_LITERAL; a
+    family of templates evaluated together counts as FAMILY_TEMPLATES at most)."""
+    from reasoning.columnar.step1_family import groups
+
     n = len(templates)
+    for ks in groups(templates):
+        n -= len(ks) - min(len(ks), FAMILY_TEMPLATES)
     lits = sum(len(tp.lits) for tp in templates)
     if not n or not lits:
         return AUTO_THRESHOLD
@@ -263,10 +272,14 @@ class Session:
             from reasoning.columnar.engine import row_by_row
 
             return f"row engine (auto: {row_by_row(self.cp)})"
+        from reasoning.columnar.step1_family import groups
+
         tps = self.templates
+        tog = sum(len(ks) for ks in groups(tps))
         rule = (f"auto: the row engine until a slice of ≥ {self.threshold} facts, the "
-                f"crossover for {len(tps)} template(s) of {sum(len(t.lits) for t in tps)} "
-                f"literal(s)")
+                f"crossover for {len(tps)} template(s)"
+                f"{f', {tog} of them evaluated together,' if tog else ''} of "
+                f"{sum(len(t.lits) for t in tps)} literal(s)")
         if self.handed_over is not None:
             tau, n = self.handed_over
             return f"columnar engine from tick {tau} ({rule}; tick {tau} had {n})"
