@@ -85,7 +85,6 @@ def present_all(eng, df, k: int, P: Pattern, present: dict, skip: Optional[int] 
     cache = {} if cache is None else cache
     cols = B.columns(df)
     ev = B.col("ev")
-    mark = getattr(B, "mark_matches", None)
     for j in tp.pos:
         lp = tp.lits[j]
         if j == skip or not ground_under(lp, P):
@@ -100,16 +99,22 @@ def present_all(eng, df, k: int, P: Pattern, present: dict, skip: Optional[int] 
             continue
         if B.cheap_checks and B.is_empty(R):
             continue  # no fact with the literal's constants: nothing to mark
-        if mark is not None:  # R's keys are unique (facts): a mark, no gather
-            df = mark(df, R, lkeys, names, f"_m{j}")
-            hit = B.col(f"_m{j}")
-        else:
-            df = B.join(df, R, lkeys, names, how="left")
-            hit = B.not_null(B.col(f"_m{j}"))
+        df, hit = marked(eng, df, R, lkeys, names, str(j))
         # one OR per literal: `when(m, ev | bit, ev)` nested would repeat ev in both
         # branches, an expression (and Spark SQL text) of 2^m nodes — 8 ms a select at m = 8
         ev = B.bit_or(ev, B.when(hit, B.lit(1 << j, INT), B.lit(0, INT)))
     return B.select(df, [B.alias(ev, "ev") if c == "ev" else B.col(c) for c in cols])
+
+
+def marked(eng, df, R, lkeys: list, names: list, tag: str):
+    """(df with a column telling whether its row's instance is among prep's facts R of
+    `tag`, that condition): the backend's mark where it has one (R's keys are unique —
+    facts —: no gather), else a left join with R's marker column."""
+    B = eng.B
+    mark = getattr(B, "mark_matches", None)
+    if mark is not None:
+        return mark(df, R, lkeys, names, f"_m{tag}"), B.col(f"_m{tag}")
+    return B.join(df, R, lkeys, names, how="left"), B.not_null(B.col(f"_m{tag}"))
 
 
 def local_mgus(eng, k: int, df, P: Pattern, skip: Optional[int], lookup: dict,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reasoning.columnar.layout import BOOL, INT, META_KINDS, vcol
-from reasoning.columnar.mgus import prep, seed_bindings
+from reasoning.columnar.mgus import marked, prep, seed_bindings
 
 LOW = -(1 << 62)  # a time variable with no lower bound in a template
 MEMO_ROWS = 1 << 16  # the small tables' memo is emptied past this many (template, mask) rows
@@ -202,7 +202,6 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
     U = B.group_agg(_tag(B, seeds, {"_pd": tags}), vcols, {"_pd": B.agg_sum(B.col("_pd"))},
                     scalar=True)
     cache: dict = {}
-    mark = getattr(B, "mark_matches", None)
     pw = B.lit(0, INT)
     for s, lp in enumerate(fam.lits):
         F = window.get(lp.pred)
@@ -211,12 +210,7 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
         R, lkeys, names = prep(eng, cache, lp, F, f"s{s}")
         if B.cheap_checks and B.is_empty(R):
             continue
-        if mark is not None:
-            U = mark(U, R, lkeys, names, f"_p{s}")
-            hit = B.col(f"_p{s}")
-        else:
-            U = B.join(U, R, lkeys, names, how="left")
-            hit = B.not_null(B.col(f"_ms{s}"))
+        U, hit = marked(eng, U, R, lkeys, names, f"s{s}")
         pw = B.bit_or(pw, B.when(hit, B.lit(1 << s, INT), B.lit(0, INT)))
     return B.materialize(B.select(U, [B.col(c) for c in vcols + ["_pd"]] +
                                   [B.alias(pw, "_pw")]))
