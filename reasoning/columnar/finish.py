@@ -27,14 +27,8 @@ def finish(eng, k: int, P: Pattern, df, tau: int, ng_empty: bool = False):
         return None
     # every bound time term must be natural: per time variable v >= max(-offset), and
     # the pre-processing lower bounds (002 Example 13's "invalid timestamps")
-    lows: dict = {}
-    for t in [tp.head] + list(tp.lits):
-        if t.tvar is not None and t.tvar in P:
-            lows[t.tvar] = max(lows.get(t.tvar, -t.toff), -t.toff)
-    for v, kmin in tp.time_min:
-        if v in P:
-            lows[v] = max(lows.get(v, kmin), kmin)
-    conds = [B.col(vcol(v)) >= B.lit(lo, INT) for v, lo in sorted(lows.items())]
+    conds = [B.col(vcol(v)) >= B.lit(lo, INT) for v, lo in sorted(time_lows(tp).items())
+             if v in P]
     conds += [domain_cond(B, B.col(vcol(v)), d) for v, d in tp.periodic if v in P]
     # δ of each positive literal with a bound time, under the pattern
     got = fused_deadlines(eng, tp, P, df)
@@ -83,6 +77,18 @@ def finish(eng, k: int, P: Pattern, df, tau: int, ng_empty: bool = False):
     if df is None or B.is_empty(df):
         return None
     return eng._sel(df, list(sch))
+
+
+def time_lows(tp) -> dict:
+    """Each time variable's least value in a template's answers: at least minus every
+    offset it appears with (natural times), and the pre-processing lower bounds."""
+    lows: dict = {}
+    for t in [tp.head] + list(tp.lits):
+        if t.tvar is not None:
+            lows[t.tvar] = max(lows.get(t.tvar, -t.toff), -t.toff)
+    for v, kmin in tp.time_min:
+        lows[v] = max(lows.get(v, kmin), kmin)
+    return lows
 
 
 def fused_deadlines(eng, tp, P: Pattern, df):

@@ -8,7 +8,7 @@ from reasoning.columnar.finish import finish
 from reasoning.columnar.layout import BOOL, INT, OBJ, row_to_answer, vcol
 from reasoning.columnar.mgus import local_mgus, prep, present_all, seed, seed_bindings
 from reasoning.columnar.state import Pattern, add
-from reasoning.columnar.step1_family import step1_family
+from reasoning.columnar.step1_family import step1_family, tagged
 from reasoning.columnar.unify import ground_under
 
 
@@ -166,7 +166,7 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
     vcols = [vcol(x) for x in sorted(G)]
     if seeds:
         # each literal's bindings with its bit as ev (step 1(a)'s E = {i})
-        S = tagged(B, seeds, vcols, "ev", bits)
+        S = tagged(B, [B.select_cols(V, vcols) for V in seeds], {"ev": bits})
         # a seeded binding grounds every positive literal, and literal j's instance is in
         # D|τ iff literal j seeded it: the seed mask is E' ∩ D|τ, so only the window W
         # (disjoint from D|τ: duplicates are gone) is joined for the rest of E'
@@ -210,16 +210,6 @@ def step1_full(eng, k: int, D: dict, present: dict, window: dict, tau: int,
         put(eng, new, k, G, finish(eng, k, G, Sd, tau, ng_empty=not eng.tpl_ng[k]))
     # other partitions: the general step 1(b)
     step1b(eng, k, D, present, tau, new, skip=G)
-
-
-def tagged(B, dfs: list, cols: list, name: str, values: list):
-    """The columns `cols` of the frames dfs one under another, with column `name` =
-    values[i] on the rows of dfs[i] (the backend's own kernel where it has one)."""
-    own = getattr(B, "concat_tagged", None)
-    if own is not None:
-        return own([B.select_cols(df, cols) for df in dfs], {name: values})
-    return B.concat([B.select_cols(B.with_columns(df, {name: B.lit(v, INT)}), cols + [name])
-                     for df, v in zip(dfs, values)])
 
 
 def seeds_disjoint(eng, tp: ETemplate, facts: list) -> bool:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reasoning.columnar.finish import time_lows
 from reasoning.columnar.layout import BOOL, INT, META_KINDS, vcol
 from reasoning.columnar.mgus import marked, prep, seed_bindings
 
-LOW = -(1 << 62)  # a time variable with no lower bound in a template
 MEMO_ROWS = 1 << 16  # the small tables' memo is emptied past this many (template, mask) rows
 
 
@@ -31,19 +31,8 @@ class Family:
     lits: tuple  # a literal of each shape s (pred, arguments, time variable and offset)
     masks: tuple  # per template: {shape: the bits of its literals of that shape}
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
-    lows: tuple  # per template: {time variable: least value} (finish.py's lows)
-    ints: tuple  # the layout's time variables
+    lows: tuple  # per template: tv's least value (finish.py's time_lows)
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
-
-
-def full_seed(tp) -> bool:
-    """Every positive literal of the template binds all its variables (a fact seeds a
-    ground answer through any of them: the row engine's full_seeds)."""
-    every = set(range(len(tp.names)))
-    return bool(tp.pos) and all(
-        {x for isvar, x in tp.lits[i].args if isvar} | (
-            {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set()) >= every
-        for i in tp.pos)
 
 
 def groups(templates, constant=lambda pred: True) -> list:
@@ -54,7 +43,7 @@ def groups(templates, constant=lambda pred: True) -> list:
     two or more of them over at most 62 literal shapes (static: `auto` reads it too)."""
     by: dict = {}
     for k, tp in enumerate(templates):
-        if not full_seed(tp) or tp.nogoods or tp.periodic or tp.der:
+        if not tp.full_seed or tp.nogoods or tp.periodic or tp.der:
             continue
         if tp.head.tvar is None and tp.head.toff < 0:
             continue
@@ -78,12 +67,11 @@ def groups(templates, constant=lambda pred: True) -> list:
 
 def families(eng) -> list:
     """The engine's families (groups) with their shapes, masks and offsets."""
-    return [_family(eng, eng.layouts[ks[0]].kinds, eng.templates[ks[0]].lits[
-        eng.templates[ks[0]].pos[0]].tvar, ks)
-            for ks in groups(eng.templates, lambda p: eng.dplans[p].constant is not None)]
+    return [_family(eng, ks) for ks in
+            groups(eng.templates, lambda p: eng.dplans[p].constant is not None)]
 
 
-def _family(eng, kinds: tuple, tv: int, ks: list) -> Family:
+def _family(eng, ks: list) -> Family:
     shapes: dict = {}
     masks, offs = [], []
     for k in ks:
@@ -96,22 +84,11 @@ def _family(eng, kinds: tuple, tv: int, ks: list) -> Family:
         masks.append(m)
         offs.append(tuple((j, tp.lits[j].toff + eng.dplans[tp.lits[j].pred].constant)
                           for j in tp.pos))
-    ints = tuple(v for v, kind in enumerate(kinds) if kind == INT)
-    return Family(tuple(ks), tuple(vcol(v) for v in range(len(kinds))), tv,
+    tp = eng.templates[ks[0]]
+    tv = tp.lits[tp.pos[0]].tvar
+    return Family(tuple(ks), tuple(vcol(v) for v in range(len(tp.names))), tv,
                   tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
-                  tuple(_lows(eng.templates[k]) for k in ks), ints)
-
-
-def _lows(tp) -> dict:
-    """Each time variable's least value in a template's answers (finish.py: natural
-    times, the pre-processing bounds)."""
-    lows: dict = {}
-    for t in [tp.head] + list(tp.lits):
-        if t.tvar is not None:
-            lows[t.tvar] = max(lows.get(t.tvar, -t.toff), -t.toff)
-    for v, kmin in tp.time_min:
-        lows[v] = max(lows.get(v, kmin), kmin)
-    return lows
+                  tuple(time_lows(eng.templates[k])[tv] for k in ks))
 
 
 def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None:
@@ -135,7 +112,7 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
     E = kept = None
     if parts:
-        A = _tag(B, parts, {"_tid": ptids})
+        A = tagged(B, parts, {"_tid": ptids})
         if U is not None:
             # a row's template bits of the seeded shapes (smask) and of the present ones
             J = _by_pair(eng, fam, B.join(A, U, vcols, vcols, how="left"))
@@ -199,7 +176,7 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
     if not seeds:
         return None
     # a shape's facts give a binding once: the sum of the bits is their union
-    U = B.group_agg(_tag(B, seeds, {"_pd": tags}), vcols, {"_pd": B.agg_sum(B.col("_pd"))},
+    U = B.group_agg(tagged(B, seeds, {"_pd": tags}), vcols, {"_pd": B.agg_sum(B.col("_pd"))},
                     scalar=True)
     cache: dict = {}
     pw = B.lit(0, INT)
@@ -248,7 +225,7 @@ def _seeded(eng, fam: Family, U, tau: int):
     B = eng.B
     vcols = list(fam.vcols)
     t = B.col(vcol(fam.tv))
-    cap = max([lo for lows in fam.lows for lo in lows.values()] + [0]) + 1
+    cap = max(list(fam.lows) + [0]) + 1
     U = B.with_columns(U, {"_rel": t - B.lit(tau, INT),
                            "_tc": B.least([t, B.lit(cap, INT)])})
     keys = ["_pd", "_pw", "_rel", "_tc"]
@@ -281,7 +258,7 @@ def _seed_rows(fam: Family, pd: int, pw: int, rel: int, tc: int) -> list:
         smask = _bits(fam, n, pd)
         if not smask:
             continue
-        if any(tc < lo for lo in fam.lows[n].values()):
+        if tc < fam.lows[n]:
             continue
         ev = smask | _bits(fam, n, pw)
         cs = [c for j, c in fam.offs[n] if not ev >> j & 1]
@@ -313,8 +290,7 @@ def _by_table(B, df, keys, names: list, fn):
 
 
 def _finish(eng, fam: Family, df, tau: int):
-    """finish.py's finish for the family's woken rows: times at least each template's
-    lows, exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an
+    """finish.py's finish for the family's woken rows: tv at least its template's low, exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an
     offset: tv plus a per-(template, ev) least and greatest offset), exp > τ."""
     B = eng.B
     memo = _memo(fam, "dl")
@@ -325,24 +301,22 @@ def _finish(eng, fam: Family, df, tau: int):
         if got is None:
             n = pos[tid]
             cs = [c for j, c in fam.offs[n] if not ev >> j & 1]
-            got = memo[(tid, ev)] = ((min(cs), max(cs)) if cs else (None, None)) + tuple(
-                fam.lows[n].get(v, LOW) for v in fam.ints)
+            got = memo[(tid, ev)] = ((min(cs), max(cs)) if cs else (None, None)) + (
+                fam.lows[n],)
         return got
-    df = _by_table(B, df, ["_tid", "ev"], ["_dmin", "_dmax"] + [f"_lo{v}" for v in fam.ints],
-                   span)
+    df = _by_table(B, df, ["_tid", "ev"], ["_dmin", "_dmax", "_lo"], span)
     t = B.col(vcol(fam.tv))
     exp = t + B.col("_dmin")
     df = B.with_columns(df, {"exp": exp, "dlp": t + B.col("_dmax"),
                              "unb": B.lit(False, BOOL), "born": B.lit(tau, INT)})
-    conds = [B.col(vcol(v)) >= B.col(f"_lo{v}") for v in fam.ints]
-    conds.append(B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT)))
-    df = B.filter(df, B.all_of(conds))
+    df = B.filter(df, (t >= B.col("_lo")) & (
+        B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))))
     if B.is_empty(df):
         return None
     return B.select_cols(df, ["_tid"] + list(fam.vcols) + list(META_KINDS))
 
 
-def _tag(B, dfs: list, tags: dict):
+def tagged(B, dfs: list, tags: dict):
     """dfs one under another with INT columns name = values[i] on the rows of dfs[i], for
     each name: values of `tags` (the backend's own kernel where it has one)."""
     own = getattr(B, "concat_tagged", None)

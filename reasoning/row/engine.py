@@ -70,14 +70,9 @@ class Engine:
         # answer through any of them)
         self.full_seeds = []
         for tp in self.templates:
-            fulls = []
             for i in tp.pos:
-                seeded = {x for v, x in tp.lits[i].args if v} | (
-                    {tp.lits[i].tvar} if tp.lits[i].tvar is not None else set())
-                full = seeded >= set(range(len(tp.names)))
-                self.by_pred[tp.lits[i].pred].append((tp, i, full))
-                fulls.append(full)
-            self.full_seeds.append(bool(fulls) and all(fulls))
+                self.by_pred[tp.lits[i].pred].append((tp, i, tp.seeds_all(i)))
+            self.full_seeds.append(tp.full_seed)
         # pred -> [(tpl, lit index)]: derived literals (modular evaluation, _seed_derived)
         self.by_der: dict = defaultdict(list)
         for tp in self.templates:

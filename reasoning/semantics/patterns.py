@@ -127,6 +127,18 @@ class ETemplate:
     def full_mask(self) -> frozenset:
         return frozenset(range(len(self.lits)))
 
+    def seeds_all(self, i: int) -> bool:
+        """Literal i binds every variable of the template (a fact of it seeds a ground
+        answer)."""
+        lp = self.lits[i]
+        return {x for isvar, x in lp.args if isvar} | (
+            {lp.tvar} if lp.tvar is not None else set()) >= set(range(len(self.names)))
+
+    @property
+    def full_seed(self) -> bool:
+        """Every positive literal binds every variable (step 1's full-seed templates)."""
+        return bool(self.pos) and all(self.seeds_all(i) for i in self.pos)
+
     def empty_binding(self) -> Binding:
         return (None,) * len(self.names)
 
