@@ -29,22 +29,25 @@ def _key(a) -> tuple:
     return (a.tid, str(a.b), tuple(sorted(a.ev)), tuple(sorted(map(str, a.ng))))
 
 
-def _same_run(cp, stream: dict, until: int, backend) -> int:
+def _same_run(cp, stream: dict, until: int, backend) -> tuple[int, int]:
     """Run the program with and without families; S_τ, exp/dlp and the new definite
-    answers equal at every tick.  The number of templates in families."""
+    answers equal at every tick.  The number of templates in families, and of ticks whose
+    tail (fresh rows, drop_redundant, drop_answered) the family step did for a template."""
     fused = ColumnarEngine(cp, backend=backend())
     alone = ColumnarEngine(cp, backend=backend())
     alone.families = []
+    tails = 0
     for tau in range(until + 1):
         fs = stream.get(tau, [])
         r1 = fused.step(fs, tau)
+        tails += bool(fused.fam_done)
         r2 = alone.step(fs, tau)
         a1 = sorted(map(_key, r1.snapshot))
         a2 = sorted(map(_key, r2.snapshot))
         assert a1 == a2, (tau, sorted(set(a1) ^ set(a2)))
         assert sorted(map(_key, r1.new_definite)) == sorted(map(_key, r2.new_definite)), tau
         assert _deadlines(fused) == _deadlines(alone), tau
-    return sum(len(f.tids) for f in fused.families)
+    return sum(len(f.tids) for f in fused.families), tails
 
 
 def _deadlines(eng) -> list:
@@ -74,10 +77,12 @@ def _stream(n: int, ticks: int, seed: int) -> dict:
 @pytest.mark.parametrize("backend", [ArraysBackend, PolarsBackend])
 def test_a_window_program_is_one_family_and_runs_the_same(backend):
     """The 25 unfolded templates of a three-level window program form one family; with
-    late facts of E2 (δ = 1) its run is the template-by-template run."""
+    late facts of E2 (δ = 1) its run is the template-by-template run, and so is the tail
+    of its ticks done on the family's table."""
     cp = compile_program(WINDOWS, "<windows>")
-    n = _same_run(cp, _stream(4, 14, 7), 20, backend)
+    n, tails = _same_run(cp, _stream(4, 14, 7), 20, backend)
     assert n == len(ColumnarEngine(cp).templates) == 25
+    assert tails >= 15
 
 
 def test_templates_outside_a_family_keep_step1_full():
@@ -96,3 +101,13 @@ def test_templates_outside_a_family_keep_step1_full():
 def test_random_programs_run_the_same_with_and_without_families(case, backend):
     cp = compile_program(case.text, "<gen>")
     _same_run(cp, case.stream, case.horizon + 8, backend)
+
+
+@settings(max_examples=budget(60, "columnar"), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases(negation=False, multi_time=True))
+def test_random_positive_programs_run_the_same_with_the_tail_on_the_family(case):
+    """Positive programs (one head per family, so about a tenth of them do the tick's tail
+    on the family's table: step1_family._tail) against the template-by-template run."""
+    cp = compile_program(case.text, "<gen>")
+    _same_run(cp, case.stream, case.horizon + 8, ArraysBackend)

@@ -179,6 +179,11 @@ class ColumnarEngine:
         # full-seed templates whose ground rows step 1 evaluates together (step1_family.py);
         # not on Spark's relational plan, where its small tables' reads would be jobs
         self.families = families(self) if getattr(self.B, "cheap_checks", False) else []
+        # (tick, S) after a tick with forgetting: the next tick continues from a state this
+        # engine made (no row loaded or put in from outside), which step1_family's tail needs
+        self.clean = None
+        self.continued = False
+        self.fam_done: dict = {}  # template -> (its ground frame, its fresh rows, family)
 
     # ================================================================== expressions
     def _texpr(self, lp: LitPattern):
@@ -252,6 +257,10 @@ class ColumnarEngine:
         if collect is not None:  # interned values no frame kept across ticks holds
             collect(self)
         self.seeded = set()
+        self.continued = self.clean is not None and self.clean[0] == tau - 1 and \
+            self.clean[1] is self.S
+        self.clean = None
+        self.fam_done = {}
         rep = ColumnarReport(tau)
         # D|τ less duplicates, W's expiry; present = D|τ ∪ W
         D, W, present = arrive(self, facts, tau, clean, rep)
@@ -279,6 +288,7 @@ class ColumnarEngine:
         self.tau = tau
         if self.forget:
             forget_definite(self, tau)
+            self.clean = (tau, self.S)
         rep.state_size = sum(B.height(a) for parts in self.S for a in parts.values()) \
             if B.cheap_checks else -1
         return rep

@@ -85,9 +85,10 @@ class ExactPass:
             sch["_ht"] = INT
             lo, hi = min(t for _, t in mem), max(t for _, t in mem)
             ht = eng._texpr(h)
+            done = eng.fam_done.get(k)
             for P, A in list(eng.S[k].items()):
-                if not need <= P or B.is_empty(A):
-                    continue
+                if not need <= P or B.is_empty(A) or (done is not None and A is done[0]):
+                    continue  # (step1_family's tail checked them)
                 cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)) & \
                     (ht >= B.lit(lo, INT)) & (ht <= B.lit(hi, INT))
                 C = B.filter(A, cand)

@@ -10,6 +10,7 @@ def drop_redundant(eng, fresh: dict) -> None:
     dropped (bounded state; 3(b) refutes through the definite one)."""
     B = eng.B
     by_pred: dict = {}
+    tails: dict = {}  # (pred, n) -> the family whose tail saw all its fresh heads, or None
     for (k, P), f in fresh.items():
         head = eng.templates[k].head
         if not literal_vars(head) <= P:
@@ -18,6 +19,9 @@ def drop_redundant(eng, fresh: dict) -> None:
         H = B.select(f, head_items(eng, k, prefix="_r") +
                      [B.alias(B.lit(True, BOOL), "_rnd")])
         by_pred.setdefault((head.pred, n), []).append(H)
+        done = eng.fam_done.get(k)
+        fam = done[2] if done is not None and eng.S[k].get(P) is done[0] else None
+        tails[(head.pred, n)] = fam if tails.get((head.pred, n), fam) is fam else None
     for (pred, n), hs in by_pred.items():
         H = B.unique(B.concat(hs))
         rcols = [f"_rla{p}" for p in range(n)] + ["_rlt", "_rnd"]
@@ -28,10 +32,13 @@ def drop_redundant(eng, fresh: dict) -> None:
             full = eng.layouts[k2].full_mask
             lkeys = [B.col(vcol(x)) if isvar else B.lit(x, OBJ) for isvar, x in head2.args]
             lkeys += [eng._texpr(head2), B.col("ev") != B.lit(full, INT)]
+            done = eng.fam_done.get(k2)
             for P2 in list(eng.S[k2]):
                 if not literal_vars(head2) <= P2:
                     continue
                 A = eng.S[k2][P2]
+                if done is not None and A is done[0] and tails[(pred, n)] is done[2]:
+                    continue  # (step1_family's tail dropped them: the same heads)
                 eng.S[k2][P2] = B.materialize(
                     eng._sel(B.join(A, H, lkeys, rcols, how="anti"), B.columns(A)))
 
@@ -43,10 +50,13 @@ def forget_definite(eng, tau: int) -> None:
     for k, tp in enumerate(eng.templates):
         pred = tp.head.pred
         full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
+        done = eng.fam_done.get(k)
         for P, A in list(eng.S[k].items()):
             if B.is_empty(A):
                 del eng.S[k][P]
                 continue
+            if done is not None and A is done[0] and done[1] is None:
+                continue  # (step1_family's tail: no definite row, none new at τ)
             if pred not in eng.retention:
                 drop = full
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reasoning.columnar.finish import time_lows
-from reasoning.columnar.layout import BOOL, INT, META_KINDS, vcol
+from reasoning.columnar.layout import BOOL, INT, META_KINDS, OBJ, vcol
 from reasoning.columnar.mgus import marked, prep, seed_bindings
 
 MEMO_ROWS = 1 << 16  # the small tables' memo is emptied past this many (template, mask) rows
@@ -32,6 +32,7 @@ class Family:
     masks: tuple  # per template: {shape: the bits of its literals of that shape}
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: tv's least value (finish.py's time_lows)
+    head: object = None  # the templates' one head when the tick's tail is done here (_tail)
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
 
 
@@ -88,7 +89,20 @@ def _family(eng, ks: list) -> Family:
     tv = tp.lits[tp.pos[0]].tvar
     return Family(tuple(ks), tuple(vcol(v) for v in range(len(tp.names))), tv,
                   tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
-                  tuple(time_lows(eng.templates[k])[tv] for k in ks))
+                  tuple(time_lows(eng.templates[k])[tv] for k in ks), _tail_head(eng, ks))
+
+
+def _tail_head(eng, ks: list):
+    """The family's one head if the tick's tail of its ground rows (_tail) is done in step
+    1: forgetting on, one head for every template, no negated literal (definite: exp is
+    null), and no step 3 reading the head (no negated or derived literal of its predicate
+    anywhere: the rows dropped early are read by no other step) — else None."""
+    heads = {eng.templates[k].head for k in ks}
+    if not eng.forget or eng.derived or len(heads) != 1 or \
+            any(eng.templates[k].neg for k in ks):
+        return None
+    head = heads.pop()
+    return None if head.pred in eng.retention else head
 
 
 def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None:
@@ -140,6 +154,10 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     # partition of a template may add to its ground one: then its new rows are collected)
     shared = [k for k in fam.tids
               if any(P != eng.all_vars[k] and not B.is_empty(A) for P, A in eng.S[k].items())]
+    tail = fam.head is not None and eng.continued and not shared
+    F = None
+    if tail:
+        kept, new, F = _tail(eng, fam, kept, new)
     if shared and new is not None:
         got = _split(B, new, shared)
         for k in shared:
@@ -151,10 +169,52 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     if not both:
         return
     got = _split(B, B.concat(both) if len(both) > 1 else both[0], list(fam.tids))
+    fresh = {} if F is None else _split(
+        B, F, sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid"))))
     for k in fam.tids:
         G = eng.all_vars[k]
         if k in ptids or not B.is_empty(got[k]):
             eng.S[k][G] = B.materialize(B.select_cols(got[k], vcols + meta))
+            if tail:
+                f = fresh.get(k)
+                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(
+                    B.select_cols(f, vcols + meta)), fam)
+
+
+def _tail(eng, fam: Family, kept, new):
+    """The rest of the tick for the family's ground rows, done on its one table: the
+    definite rows new at τ (F: fresh_rows'), the other rows with F's heads dropped
+    (forgetting.drop_redundant's), and the new rows with a remembered definite head
+    (exactrows.drop_answered's: the kept rows were checked when they were made, every
+    head remembered since came with drop_redundant).  (kept, new, F); the later phases
+    skip the partitions left as they are here (engine.fam_done)."""
+    B = eng.B
+    h = fam.head
+    n = len(h.args)
+    kinds = eng.layouts[fam.tids[0]].kinds
+    rcols = [f"_rla{p}" for p in range(n)] + ["_rlt", "_rnd"]
+    sch = {c: (kinds[x] if isvar else OBJ) for c, (isvar, x) in zip(rcols, h.args)}
+    sch.update(_rlt=INT, _rnd=BOOL)
+    lkeys = [B.col(vcol(x)) if isvar else B.lit(x, OBJ) for isvar, x in h.args]
+    lkeys += [eng._texpr(h), B.not_null(B.col("exp"))]  # (not definite: an open literal)
+    heads = []
+    mem = eng.answered.of(h.pred) if h.pred in eng.answered.horizons else ()
+    if mem and new is not None:
+        heads.append(B.from_rows([{**{f"_rla{i}": a[i] for i in range(n)}, "_rlt": t,
+                                   "_rnd": True} for a, t in mem], sch))
+    F = None if new is None else B.materialize(B.filter(new, B.is_null(B.col("exp"))))
+    if F is not None and B.is_empty(F):
+        F = None
+    if F is not None:
+        H = B.unique(B.select(F, [B.alias(x, c) for x, c in zip(lkeys[:-1], rcols)] +
+                              [B.alias(B.lit(True, BOOL), "_rnd")]))
+        heads.append(H)
+        if kept is not None:
+            kept = B.join(kept, H, lkeys, rcols, how="anti")
+    if heads:
+        new = B.join(new, B.concat(heads) if len(heads) > 1 else heads[0], lkeys, rcols,
+                     how="anti")
+    return kept, new, F
 
 
 def _bindings(eng, fam: Family, D: dict, window: dict):
