@@ -53,7 +53,7 @@ from reasoning.columnar.layout import (INT, MAX_LITERALS, META_KINDS, OBJ, Layou
 from reasoning.columnar.state import Pattern, add, answers, fresh_rows, load_answers, row_view
 from reasoning.columnar.step1_evidence import seeds_disjoint, step1
 from reasoning.columnar.step1_family import families
-from reasoning.columnar.step2_new_answers import step2
+from reasoning.columnar.step2_new_answers import dead_at_birth, step2
 from reasoning.columnar.step3_negation import step3
 from reasoning.columnar.step3_derived import step3_modular
 from reasoning.columnar.window import admit, arrive, load_window, window_facts
@@ -178,6 +178,7 @@ class ColumnarEngine:
         self.seed_cache: dict = {}  # mgus.seed_bindings: a literal's bindings from D|τ, a tick
         # full-seed templates whose ground rows step 1 evaluates together (step1_family.py);
         # not on Spark's relational plan, where its small tables' reads would be jobs
+        self.step2_dead = [dead_at_birth(self, tp) for tp in self.templates]
         self.families = families(self) if getattr(self.B, "cheap_checks", False) else []
         # (tick, S) after a tick with forgetting: the next tick continues from a state this
         # engine made (no row loaded or put in from outside), which step1_family's tail needs

@@ -42,14 +42,25 @@ class ExactPass:
             ans.expire(self.tau)
         for (k, P), f in self.fresh.items():
             tp = eng.templates[k]
-            if tp.head.pred not in ans.horizons or B.is_empty(f):
+            h = tp.head
+            if h.pred not in ans.horizons or B.is_empty(f):
                 continue
-            for r in B.rows(f):
-                hargs, ht = tp.head.instantiate(row_to_answer(eng.layouts[k], r).b)
+            ground = all(x in P for isvar, x in h.args if isvar) and (
+                h.tvar is None or h.tvar in P)
+            if ground and getattr(B, "cheap_checks", False):
+                # a ground head in every row: read from the columns (in process)
+                n = B.height(f)
+                cols = [B.column_list(f, vcol(x)) if isvar else [x] * n for isvar, x in h.args]
+                hts = [h.toff] * n if h.tvar is None else [
+                    t + h.toff for t in B.column_list(f, vcol(h.tvar))]
+                heads = zip(zip(*cols) if cols else [()] * n, hts)
+            else:
+                heads = (h.instantiate(row_to_answer(eng.layouts[k], r).b) for r in B.rows(f))
+            for hargs, ht in heads:
                 if ht is not None and None not in hargs:
-                    self._heads.setdefault((tp.head.pred, ht), []).append(hargs)
+                    self._heads.setdefault((h.pred, ht), []).append(hargs)
                     if add:
-                        ans.add(tp.head.pred, hargs, ht)
+                        ans.add(h.pred, hargs, ht)
 
     def fact_set(self, only_new: bool, pred: str, t: int) -> set:
         key = ("set", only_new, pred, t)
@@ -72,20 +83,25 @@ class ExactPass:
             h = tp.head
             if h.pred not in ans.horizons or len(tp.lits) < 2:
                 continue
+            done = eng.fam_done.get(k)
+            if done is not None and len(eng.S[k]) == 1 and \
+                    eng.S[k].get(eng.all_vars[k]) is done[0]:
+                continue  # (step1_family's tail checked them)
             mem = mems.get(h.pred)
             if mem is None:
-                mem = mems[h.pred] = ans.of(h.pred)
+                mem = ans.of(h.pred)
+                mem = mems[h.pred] = (mem, min(t for _, t in mem), max(t for _, t in mem)) \
+                    if mem else None
             if not mem:
                 continue  # nothing remembered of this predicate
+            mem, lo, hi = mem
             need = {x for isvar, x in h.args if isvar} | (
                 {h.tvar} if h.tvar is not None else set())
             full = eng.layouts[k].full_mask
             n = len(h.args)
             sch = {f"_h{i}": OBJ for i in range(n)}
             sch["_ht"] = INT
-            lo, hi = min(t for _, t in mem), max(t for _, t in mem)
             ht = eng._texpr(h)
-            done = eng.fam_done.get(k)
             for P, A in list(eng.S[k].items()):
                 if not need <= P or B.is_empty(A) or (done is not None and A is done[0]):
                     continue  # (step1_family's tail checked them)

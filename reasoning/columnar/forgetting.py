@@ -16,14 +16,12 @@ def drop_redundant(eng, fresh: dict) -> None:
         if not literal_vars(head) <= P:
             continue
         n = len(head.args)
-        H = B.select(f, head_items(eng, k, prefix="_r") +
-                     [B.alias(B.lit(True, BOOL), "_rnd")])
-        by_pred.setdefault((head.pred, n), []).append(H)
+        by_pred.setdefault((head.pred, n), []).append((k, f))
         done = eng.fam_done.get(k)
         fam = done[2] if done is not None and eng.S[k].get(P) is done[0] else None
         tails[(head.pred, n)] = fam if tails.get((head.pred, n), fam) is fam else None
-    for (pred, n), hs in by_pred.items():
-        H = B.unique(B.concat(hs))
+    for (pred, n), fs in by_pred.items():
+        H = None  # (built when a partition is not one its family's tail did)
         rcols = [f"_rla{p}" for p in range(n)] + ["_rlt", "_rnd"]
         for k2 in eng.by_head.get(pred, ()):
             head2 = eng.templates[k2].head
@@ -39,6 +37,9 @@ def drop_redundant(eng, fresh: dict) -> None:
                 A = eng.S[k2][P2]
                 if done is not None and A is done[0] and tails[(pred, n)] is done[2]:
                     continue  # (step1_family's tail dropped them: the same heads)
+                if H is None:
+                    H = B.unique(B.concat([B.select(f, head_items(eng, k, prefix="_r") + [
+                        B.alias(B.lit(True, BOOL), "_rnd")]) for k, f in fs]))
                 eng.S[k2][P2] = B.materialize(
                     eng._sel(B.join(A, H, lkeys, rcols, how="anti"), B.columns(A)))
 

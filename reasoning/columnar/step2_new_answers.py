@@ -13,6 +13,8 @@ def step2(eng, tau: int, present: dict) -> None:
     predicate's template read ahead (Engine._ahead: modular evaluation) also at the head
     times up to τ + ahead(p) not created before (Engine._step2)."""
     for k, tp in enumerate(eng.templates):
+        if eng.step2_dead[k]:
+            continue
         for ht in eng.tool.step2_times(tp, tau):  # (the row engine's record of them)
             new_answer(eng, k, tau, present, ht)
 
@@ -53,3 +55,21 @@ def present_has(eng, present: dict, pred: str, args: tuple, t: int) -> bool:
     for i, a in enumerate(args):
         cond = cond & (B.col(acol(i)) == B.lit(a, OBJ))
     return B.exists(B.filter(F, cond))
+
+
+def dead_at_birth(eng, tp) -> bool:
+    """Step 2's answer of the template dies at every τ (static): read at τ only (not ahead),
+    it has a positive literal on the head's time variable whose deadline is at most τ
+    (t + δ ≤ τ for t = τ − the head's offset + the literal's: toff − head toff + δ ≤ 0, δ
+    the same for every instance) — as the row engine's _finish finds it, tick by tick."""
+    h = tp.head
+    if h.tvar is None or eng.tool.ahead_of(tp) > 0:
+        return False
+    for j in tp.pos:
+        lp = tp.lits[j]
+        plan = eng.dplans.get(lp.pred)
+        if lp.derived or lp.tvar != h.tvar or plan is None or plan.constant is None:
+            continue
+        if lp.toff - h.toff + plan.constant <= 0:
+            return True
+    return False
