@@ -709,3 +709,28 @@ def test_strings_interned_through_signatures_get_their_ids(xs):
     assert len(set(sig.values())) == len(sig)
     assert signatures._intern_strs(xs[:-1] + [None]) is None
     assert signatures._intern_strs(xs[:10]) is None  # (short: the dict path)
+
+
+@settings(max_examples=budget(150), deadline=None)
+@given(rrows, st.booleans())
+def test_map_and_expand_keys_are_the_join_with_a_table_of_the_keys(rs, two):
+    """map_keys / expand_keys (step1_family's look-ups per distinct key) against the
+    generic path (Polars: a table of fn's values joined back), as sets of rows: fn of the keys
+    gives None, one tuple or several (INT keys, nulls among them)."""
+    from reasoning.columnar.step1_family import _by_table, _expand
+
+    keys = ["y2", "z"] if two else ["z"]
+
+    def one(*kv):
+        h = hash(kv) % 5
+        return (None, h) if h == 0 else (h, -h)
+
+    def many(*kv):
+        h = hash(kv) % 3
+        return [(i, None if i == 1 else h) for i in range(h)]
+    for fn, run in ((one, _by_table), (many, _expand)):
+        got = []
+        for B in (P, A):
+            df = run(B, B.from_rows(rs, RSCHEMA), keys, ["p", "q"], fn)
+            got.append(None if df is None else canon(B, df))
+        assert got[0] == got[1]

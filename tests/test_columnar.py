@@ -381,3 +381,26 @@ def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     # in any other order, and with repeats
     shuffled = data.draw(st.permutations(items + items[:2]))
     assert exclusions_of(Tp, *split_nogood_list(shuffled)) == want
+
+
+@pytest.mark.xfail(strict=True, reason="known defect (found by the random property test above, "
+                   "2026-11-30; present since before issue 45's family step): without "
+                   "forgetting, a row with an unbound time variable (S) that a fact of D|τ "
+                   "only touches is finished again by step 1(b) with born = τ, so the exact "
+                   "pass takes it for new at τ and splits its past instance S = 3 again, "
+                   "beside the one step 3(c) has already given evidence (the row engine's "
+                   "answer keeps its identity); keeping the birth tick there breaks step "
+                   "3's reading of born — not fixed")
+def test_a_touched_row_with_an_unbound_time_variable_is_not_split_again():
+    from reasoning.semantics.patterns import Fact
+
+    text = ("#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#domain a, b, c.\n"
+            "P1(X, T) :- not E1(X, T), not E1(X, T), E1(X, T).\n"
+            "P1(X, T) :- not E1(X, T+1), E2(X, S), not E1(X, S).\n"
+            "P2(X, T) :- not E1(X, T), not E1(X, T), E1(X, T).\n"
+            "P2(X, T) :- P1(X, T).\n"
+            "P3(X, T) :- P2(X, T+1), not P1(X, T), E2(X, S).\n")
+    stream = {0: [Fact(p, (x,), 0) for p in ("E1", "E2") for x in "abc"]}
+    for tau, fs in {1: "E1a E2a E2c", 2: "E1a E1c E2b", 3: "E1b E2b E2c", 4: "E1b E2c"}.items():
+        stream[tau] = [Fact(f[:2], (f[2],), tau) for f in fs.split()]
+    assert_same_run(compile_program(text, "<gen>"), stream, 12, False)

@@ -185,6 +185,7 @@ class ColumnarEngine:
         self.clean = None
         self.continued = False
         self.fam_done: dict = {}  # template -> (its ground frame, its fresh rows, family)
+        self.fam_tables: dict = {}  # family tids -> (its table after forgetting, frames)
 
     # ================================================================== expressions
     def _texpr(self, lp: LitPattern):

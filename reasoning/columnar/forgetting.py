@@ -53,10 +53,14 @@ def forget_definite(eng, tau: int) -> None:
         full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
         done = eng.fam_done.get(k)
         for P, A in list(eng.S[k].items()):
+            mine = done is not None and A is done[0]
+            frames = eng.fam_tables[done[2].tids][1] if mine else None
             if B.is_empty(A):
                 del eng.S[k][P]
+                if mine:
+                    frames.pop(k, None)
                 continue
-            if done is not None and A is done[0] and done[1] is None:
+            if mine and done[1] is None:
                 continue  # (step1_family's tail: no definite row, none new at τ)
             if pred not in eng.retention:
                 drop = full
@@ -69,8 +73,12 @@ def forget_definite(eng, tau: int) -> None:
             A = B.materialize(B.filter(A, ~drop))
             if B.is_empty(A):
                 del eng.S[k][P]
+                if mine:
+                    frames.pop(k, None)
             else:
                 eng.S[k][P] = A
+                if mine:  # (the family's table after forgetting holds the same rows)
+                    frames[k] = A
 
 
 def head_items(eng, k: int, prefix: str = "") -> list:

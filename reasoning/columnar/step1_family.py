@@ -117,16 +117,10 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     # shapes whose instance is in W (E' = Hσ ∩ (D|τ ∪ W) of every template, by shape)
     U = _bindings(eng, fam, D, window)
     # the ground partitions' rows, one table
-    parts, ptids = [], []
-    for k in fam.tids:
-        A = eng.S[k].get(eng.all_vars[k])
-        if A is not None and not B.is_empty(A):
-            parts.append(B.select_cols(A, vcols + meta))
-            ptids.append(k)
+    A, ptids = _table(eng, fam)
     live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
     E = kept = None
-    if parts:
-        A = tagged(B, parts, {"_tid": ptids})
+    if A is not None:
         if U is not None:
             # a row's template bits of the seeded shapes (smask) and of the present ones
             J = _by_pair(eng, fam, B.join(A, U, vcols, vcols, how="left"))
@@ -168,17 +162,44 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     both = [f for f in (kept, new) if f is not None]
     if not both:
         return
-    got = _split(B, B.concat(both) if len(both) > 1 else both[0], list(fam.tids))
+    T = B.concat(both) if len(both) > 1 else both[0]
+    got = _split(B, T, list(fam.tids))
     fresh = {} if F is None else _split(
         B, F, sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid"))))
+    frames = {}
     for k in fam.tids:
         G = eng.all_vars[k]
         if k in ptids or not B.is_empty(got[k]):
-            eng.S[k][G] = B.materialize(B.select_cols(got[k], vcols + meta))
+            eng.S[k][G] = frames[k] = B.materialize(B.select_cols(got[k], vcols + meta))
             if tail:
                 f = fresh.get(k)
                 eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(
                     B.select_cols(f, vcols + meta)), fam)
+    if tail:  # the table after forgetting (its definite rows, all new: F), for the next tick
+        if F is not None:
+            T = B.filter(T, B.not_null(B.col("exp")))
+        eng.fam_tables[fam.tids] = (B.materialize(B.select_cols(T, vcols + meta + ["_tid"])),
+                                    frames)
+
+
+def _table(eng, fam: Family):
+    """The family's ground rows as one table (with `_tid`) and the templates that have
+    some: the table the last tick left (engine.fam_tables) while every template's ground
+    frame is the one it left there (forget_definite keeps the record), else gathered."""
+    B = eng.B
+    prev = eng.fam_tables.pop(fam.tids, None) if eng.continued else None
+    if prev is not None and all(eng.S[k].get(eng.all_vars[k]) is prev[1].get(k)
+                                for k in fam.tids):
+        ptids = [k for k in fam.tids if k in prev[1]]
+        return (prev[0] if ptids else None), ptids
+    cols = list(fam.vcols) + list(META_KINDS)
+    parts, ptids = [], []
+    for k in fam.tids:
+        A = eng.S[k].get(eng.all_vars[k])
+        if A is not None and not B.is_empty(A):
+            parts.append(B.select_cols(A, cols))
+            ptids.append(k)
+    return (tagged(B, parts, {"_tid": ptids}) if parts else None), ptids
 
 
 def _tail(eng, fam: Family, kept, new):
@@ -289,21 +310,16 @@ def _seeded(eng, fam: Family, U, tau: int):
     U = B.with_columns(U, {"_rel": t - B.lit(tau, INT),
                            "_tc": B.least([t, B.lit(cap, INT)])})
     keys = ["_pd", "_pw", "_rel", "_tc"]
-    K = B.unique(B.select_cols(U, keys))
     memo = _memo(fam, "seed")
-    cols: dict = {c: [] for c in keys + ["_tid", "ev", "_dmin", "_dmax"]}
-    for pd, pw, rel, tc in zip(*(B.column_list(K, c) for c in keys)):
+
+    def rows(pd, pw, rel, tc):
         got = memo.get((pd, pw, rel, tc))
         if got is None:
             got = memo[(pd, pw, rel, tc)] = _seed_rows(fam, pd, pw, rel, tc)
-        for tid, ev, dmin, dmax in got:
-            for c, v in zip(keys + ["_tid", "ev", "_dmin", "_dmax"],
-                            (pd, pw, rel, tc, tid, ev, dmin, dmax)):
-                cols[c].append(v)
-    if not cols["_tid"]:
+        return got
+    S = _expand(B, U, keys, ["_tid", "ev", "_dmin", "_dmax"], rows)
+    if S is None:
         return None
-    T = B.from_columns(cols, {c: INT for c in cols})
-    S = B.join(U, T, keys, keys, how="inner")
     return B.select(S, [B.col(c) for c in ["_tid"] + vcols + ["ev"]] + [
         B.alias(B.str_list(()), "ng"), B.alias(t + B.col("_dmin"), "exp"),
         B.alias(t + B.col("_dmax"), "dlp"), B.alias(B.lit(False, BOOL), "unb"),
@@ -337,10 +353,33 @@ def _memo(fam: Family, name: str) -> dict:
     return memo
 
 
+def _expand(B, df, keys: list, names: list, fn):
+    """Each row of df once per tuple of fn(*its key values) (a list), with columns `names`
+    (an inner join with the table of those tuples, the backend's own kernel where it has
+    one), or None if no row has one."""
+    own = getattr(B, "expand_keys", None)
+    if own is not None:
+        out = own(df, keys, names, fn)
+        return None if B.is_empty(out) else out
+    K = B.unique(B.select_cols(df, keys))
+    cols: dict = {c: [] for c in keys + names}
+    for kv in zip(*(B.column_list(K, c) for c in keys)):
+        for tup in fn(*kv):
+            for c, v in zip(keys + names, kv + tuple(tup)):
+                cols[c].append(v)
+    if not cols[names[0]]:
+        return None
+    return B.join(df, B.from_columns(cols, {c: INT for c in cols}), keys, keys, how="inner",
+                  nulls_equal=True)
+
+
 def _by_table(B, df, keys, names: list, fn):
     """df with columns `names` = fn(*key values) (a tuple; None: null), looked up in a
     table of df's distinct key tuples (hundreds where df has thousands of rows)."""
     keys = [keys] if isinstance(keys, str) else list(keys)
+    own = getattr(B, "map_keys", None)
+    if own is not None:
+        return own(df, keys, names, fn)
     U = B.unique(B.select_cols(df, keys))
     kv = [B.column_list(U, c) for c in keys]
     vals = list(zip(*map(fn, *kv))) or [() for _ in names]

@@ -258,6 +258,49 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         return {t: df.take(order[a:b], int(b - a))
                 for t, a, b in zip(values, lo.tolist(), hi.tolist())}
 
+    def map_keys(self, df, keys: list, names: list, fn):
+        """df with INT columns `names` = fn(*the row's key values) (a tuple; None: null),
+        fn called once per distinct key (step1_family's per-(template, mask) look-ups: the
+        group ids gather the values, no table built and joined)."""
+        cols = dict(df.cols)
+        if df.n == 0:
+            for c in names:
+                cols[c] = Col(np.zeros(0, np.int64), None, INT)
+            return Frame(cols, 0)
+        gid, first = self._groups(df, keys)
+        vals = list(map(fn, *(_decode(df.cols[k].take(first)) for k in keys)))
+        for i, c in enumerate(names):
+            got = [v[i] for v in vals]
+            nulls = np.fromiter((x is None for x in got), bool, len(got))
+            v = np.fromiter((0 if x is None else x for x in got), np.int64, len(got))
+            cols[c] = Col(v.take(gid), nulls.take(gid) if nulls.any() else None, INT)
+        return Frame(cols, df.n)
+
+    def expand_keys(self, df, keys: list, names: list, fn):
+        """Each row of df once per tuple of fn(*its key values) (a list of tuples; None:
+        null), with INT columns `names` = the tuple, in df's order (an inner join with the
+        table of every distinct key's tuples, made without building and joining it)."""
+        if df.n == 0:
+            vals, gid = [], np.zeros(0, np.int64)
+        else:
+            gid, first = self._groups(df, keys)
+            vals = list(map(fn, *(_decode(df.cols[k].take(first)) for k in keys)))
+        counts = np.fromiter(map(len, vals), np.int64, len(vals))
+        rep = counts.take(gid)
+        idx = np.repeat(np.arange(df.n), rep)
+        starts = np.cumsum(counts) - counts
+        pos = np.arange(idx.size) - np.repeat(np.cumsum(rep) - rep, rep)
+        eidx = starts.take(gid.take(idx)) + pos
+        out = df.take(idx, idx.size)
+        cols = dict(out.cols)
+        flat = [t for v in vals for t in v]
+        for i, c in enumerate(names):
+            got = [t[i] for t in flat]
+            nulls = np.fromiter((x is None for x in got), bool, len(got))
+            v = np.fromiter((0 if x is None else x for x in got), np.int64, len(got))
+            cols[c] = Col(v.take(eidx), nulls.take(eidx) if nulls.any() else None, INT)
+        return Frame(cols, idx.size)
+
     def _groups(self, df, keys: list):
         return _group_ids([df.cols[k] for k in keys])
 
