@@ -255,7 +255,11 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         want = np.asarray(values, np.int64)
         lo = np.searchsorted(sv, want, "left")
         hi = np.searchsorted(sv, want, "right")
-        return {t: df.take(order[a:b], int(b - a))
+        # every column gathered once in that order; the parts are slices of it (views)
+        cols = [(k, c.v.take(order), None if c.m is None else c.m.take(order), c.k)
+                for k, c in df.cols.items()]
+        return {t: Frame({k: Col(v[a:b], None if m is None else m[a:b], kind)
+                          for k, v, m, kind in cols}, int(b - a))
                 for t, a, b in zip(values, lo.tolist(), hi.tolist())}
 
     def map_keys(self, df, keys: list, names: list, fn):
