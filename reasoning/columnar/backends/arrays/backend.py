@@ -274,10 +274,8 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         gid, first = self._groups(df, keys)
         vals = list(map(fn, *(_decode(df.cols[k].take(first)) for k in keys)))
         for i, c in enumerate(names):
-            got = [v[i] for v in vals]
-            nulls = np.fromiter((x is None for x in got), bool, len(got))
-            v = np.fromiter((0 if x is None else x for x in got), np.int64, len(got))
-            cols[c] = Col(v.take(gid), nulls.take(gid) if nulls.any() else None, INT)
+            v, nulls = _int_values([t[i] for t in vals])
+            cols[c] = Col(v.take(gid), None if nulls is None else nulls.take(gid), INT)
         return Frame(cols, df.n)
 
     def expand_keys(self, df, keys: list, names: list, fn):
@@ -299,10 +297,8 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         cols = dict(out.cols)
         flat = [t for v in vals for t in v]
         for i, c in enumerate(names):
-            got = [t[i] for t in flat]
-            nulls = np.fromiter((x is None for x in got), bool, len(got))
-            v = np.fromiter((0 if x is None else x for x in got), np.int64, len(got))
-            cols[c] = Col(v.take(eidx), nulls.take(eidx) if nulls.any() else None, INT)
+            v, nulls = _int_values([t[i] for t in flat])
+            cols[c] = Col(v.take(eidx), None if nulls is None else nulls.take(eidx), INT)
         return Frame(cols, idx.size)
 
     def _groups(self, df, keys: list):
@@ -388,6 +384,14 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             if type(c) is LazyCol:
                 c._fill()
         return df
+
+
+def _int_values(got: list):
+    """(int64 array, null mask or None) of a list of ints and Nones."""
+    if None not in got:
+        return np.array(got, np.int64), None
+    nulls = np.array([x is None for x in got], bool)
+    return np.array([0 if x is None else x for x in got], np.int64), nulls
 
 
 def _aggregate(kind: str, c: Col, gid: np.ndarray, g: int) -> Col:
