@@ -10,7 +10,9 @@ paper's order, each in its own module:
                         waiting answers joined with D|τ on their hypotheses' arguments and
                         times; expiry is a filter on the `exp` column
   step1_family.py       steps 1(a)–(b) of the ground answers of the full-seed templates of
-                        one layout (a window program's unfolding) as one table
+                        one layout (a window program's unfolding) as one table, and the
+                        tick's tail of those rows (new definite rows, drop_redundant's and
+                        drop_answered's anti-joins), which the later phases then skip
   step2_new_answers.py  step 2: one row per template with T := τ
   step3_negation.py     step 3: per key of the T-stratification (waves, lowest first), the
                         negated hypotheses against 3(a)'s answers of their predicate;
