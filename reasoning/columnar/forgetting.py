@@ -50,7 +50,6 @@ def forget_definite(eng, tau: int) -> None:
     B = eng.B
     for k, tp in enumerate(eng.templates):
         pred = tp.head.pred
-        full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
         done = eng.fam_done.get(k)
         for P, A in list(eng.S[k].items()):
             mine = done is not None and A is done[0]
@@ -62,6 +61,7 @@ def forget_definite(eng, tau: int) -> None:
                 continue
             if mine and done[1] is None:
                 continue  # (step1_family's tail: no definite row, none new at τ)
+            full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
             if pred not in eng.retention:
                 drop = full
             else:

@@ -26,7 +26,8 @@ def step1(eng, D: dict, present: dict, window: dict, tau: int) -> None:
         together.update(fam.tids)
     for k in range(len(eng.templates)):
         if k in together:
-            step1b(eng, k, D, present, tau, new, skip=eng.all_vars[k])
+            if len(eng.S[k]) > 1 or eng.all_vars[k] not in eng.S[k]:
+                step1b(eng, k, D, present, tau, new, skip=eng.all_vars[k])
         elif eng.full_seeds[k]:
             step1_full(eng, k, D, present, window, tau, new)
         else:

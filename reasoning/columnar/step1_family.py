@@ -9,7 +9,7 @@ literal and die there; the waiting rows are woken in one join.  The rows, condit
 deadlines are step1_full's and finish's (step1_evidence.py, finish.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reasoning.columnar.finish import time_lows
 from reasoning.columnar.layout import BOOL, INT, META_KINDS, OBJ, vcol
@@ -33,6 +33,7 @@ class Family:
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: tv's least value (finish.py's time_lows)
     head: object = None  # the templates' one head when the tick's tail is done here (_tail)
+    by_atom: tuple = ()  # ((pred, args), ((shape, time offset), ...)) per atom of the shapes
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
 
 
@@ -89,7 +90,17 @@ def _family(eng, ks: list) -> Family:
     tv = tp.lits[tp.pos[0]].tvar
     return Family(tuple(ks), tuple(vcol(v) for v in range(len(tp.names))), tv,
                   tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
-                  tuple(time_lows(eng.templates[k])[tv] for k in ks), _tail_head(eng, ks))
+                  tuple(time_lows(eng.templates[k])[tv] for k in ks), _tail_head(eng, ks),
+                  _by_atom([lp for _, lp in shapes.values()]))
+
+
+def _by_atom(lits: list) -> tuple:
+    """The shapes (indexes into lits) grouped by predicate and arguments, with their time
+    offsets (every shape's time is on the family's one time variable)."""
+    by: dict = {}
+    for s, lp in enumerate(lits):
+        by.setdefault((lp.pred, lp.args), []).append((s, lp.toff))
+    return tuple((key, tuple(v)) for key, v in by.items())
 
 
 def _tail_head(eng, ks: list):
@@ -187,8 +198,8 @@ def _table(eng, fam: Family):
     some: the table the last tick left (engine.fam_tables) while every template's ground
     frame is the one it left there (forget_definite keeps the record), else gathered."""
     B = eng.B
-    prev = eng.fam_tables.pop(fam.tids, None) if eng.continued else None
-    if prev is not None and all(eng.S[k].get(eng.all_vars[k]) is prev[1].get(k)
+    prev = eng.fam_tables.pop(fam.tids, None)
+    if prev is not None and eng.continued and all(eng.S[k].get(eng.all_vars[k]) is prev[1].get(k)
                                 for k in fam.tids):
         ptids = [k for k in fam.tids if k in prev[1]]
         return (prev[0] if ptids else None), ptids
@@ -245,20 +256,28 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
     None (no seed)."""
     B = eng.B
     vcols = list(fam.vcols)
-    seeds, tags = [], []
-    for s, lp in enumerate(fam.lits):
-        F = D.get(lp.pred)
+    tv = vcol(fam.tv)
+    seeds = []
+    for (pred, args), shapes in fam.by_atom:
+        F = D.get(pred)
         if F is None:
             continue
-        _, V = seed_bindings(eng, lp, F)
-        if V is not None and not B.is_empty(V):
-            seeds.append(B.select_cols(V, vcols))
-            tags.append(1 << s)
+        # the shapes of one atom differ by their time offset only: the facts' bindings at
+        # offset 0, shifted to each shape's (one cross join for all of them)
+        lp = fam.lits[shapes[0][0]]
+        _, V = seed_bindings(eng, replace(lp, toff=0), F)
+        if V is None or B.is_empty(V):
+            continue
+        O = B.from_columns({"_o": [o for _, o in shapes], "_pd": [1 << s for s, _ in shapes]},
+                           {"_o": INT, "_pd": INT})
+        V = B.join(B.select_cols(V, vcols), O, [], [], how="cross")
+        seeds.append(B.with_columns(V, {tv: B.col(tv) - B.col("_o")}))
     if not seeds:
         return None
     # a shape's facts give a binding once: the sum of the bits is their union
-    U = B.group_agg(tagged(B, seeds, {"_pd": tags}), vcols, {"_pd": B.agg_sum(B.col("_pd"))},
-                    scalar=True)
+    U = B.group_agg(B.select_cols(B.concat(seeds), vcols + ["_pd"]) if len(seeds) > 1 else
+                    B.select_cols(seeds[0], vcols + ["_pd"]), vcols,
+                    {"_pd": B.agg_sum(B.col("_pd"))}, scalar=True)
     cache: dict = {}
     pw = B.lit(0, INT)
     for s, lp in enumerate(fam.lits):
