@@ -27,9 +27,7 @@ def drop_redundant(eng, fresh: dict) -> None:
             head2 = eng.templates[k2].head
             if not any(literal_vars(head2) <= P2 for P2 in eng.S[k2]):
                 continue
-            full = eng.layouts[k2].full_mask
-            lkeys = [B.col(vcol(x)) if isvar else B.lit(x, OBJ) for isvar, x in head2.args]
-            lkeys += [eng._texpr(head2), B.col("ev") != B.lit(full, INT)]
+            lkeys = None
             done = eng.fam_done.get(k2)
             for P2 in list(eng.S[k2]):
                 if not literal_vars(head2) <= P2:
@@ -40,6 +38,11 @@ def drop_redundant(eng, fresh: dict) -> None:
                 if H is None:
                     H = B.unique(B.concat([B.select(f, head_items(eng, k, prefix="_r") + [
                         B.alias(B.lit(True, BOOL), "_rnd")]) for k, f in fs]))
+                if lkeys is None:
+                    full = eng.layouts[k2].full_mask
+                    lkeys = [B.col(vcol(x)) if isvar else B.lit(x, OBJ)
+                             for isvar, x in head2.args]
+                    lkeys += [eng._texpr(head2), B.col("ev") != B.lit(full, INT)]
                 eng.S[k2][P2] = B.materialize(
                     eng._sel(B.join(A, H, lkeys, rcols, how="anti"), B.columns(A)))
 

@@ -10,6 +10,7 @@ deadlines are step1_full's and finish's (step1_evidence.py, finish.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Optional
 
 from reasoning.columnar.finish import time_lows
 from reasoning.columnar.layout import BOOL, INT, META_KINDS, OBJ, vcol
@@ -174,18 +175,18 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     if not both:
         return
     T = B.concat(both) if len(both) > 1 else both[0]
-    got = _split(B, T, list(fam.tids))
+    got = _split(B, T, list(fam.tids), vcols + meta)
     fresh = {} if F is None else _split(
-        B, F, sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid"))))
+        B, F, sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid"))),
+        vcols + meta)
     frames = {}
     for k in fam.tids:
         G = eng.all_vars[k]
         if k in ptids or not B.is_empty(got[k]):
-            eng.S[k][G] = frames[k] = B.materialize(B.select_cols(got[k], vcols + meta))
+            eng.S[k][G] = frames[k] = B.materialize(got[k])
             if tail:
                 f = fresh.get(k)
-                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(
-                    B.select_cols(f, vcols + meta)), fam)
+                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(f), fam)
     if tail:  # the table after forgetting (its definite rows, all new: F), for the next tick
         if F is not None:
             T = B.filter(T, B.not_null(B.col("exp")))
@@ -444,9 +445,11 @@ def tagged(B, dfs: list, tags: dict):
                      for i, df in enumerate(dfs)])
 
 
-def _split(B, df, tids: list) -> dict:
-    """{tid: its rows of df} (the backend's own split where it has one)."""
+def _split(B, df, tids: list, cols: Optional[list] = None) -> dict:
+    """{tid: its rows of df} (cols: only those columns; the backend's own split where it
+    has one)."""
     own = getattr(B, "split_by", None)
     if own is not None:
-        return own(df, "_tid", tids)
-    return {t: B.filter(df, B.col("_tid") == B.lit(t, INT)) for t in tids}
+        return own(df, "_tid", tids, cols)
+    got = {t: B.filter(df, B.col("_tid") == B.lit(t, INT)) for t in tids}
+    return got if cols is None else {t: B.select_cols(f, cols) for t, f in got.items()}

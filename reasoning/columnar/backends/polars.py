@@ -363,11 +363,13 @@ class PolarsBackend(InProcessFrames):
         except (pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
             return pl.concat(dfs, how="vertical_relaxed")
 
-    def split_by(self, df, col: str, values: list) -> dict:
-        """{v: the rows of df whose column `col` is v, in their order} for v in values."""
+    def split_by(self, df, col: str, values: list, cols: Optional[list] = None) -> dict:
+        """{v: the rows of df whose column `col` is v, in their order} for v in values
+        (cols: only those columns, in that order)."""
         parts = df.partition_by(col, maintain_order=True, as_dict=True)
         empty = df.clear()
-        return {v: parts.get((v,), empty) for v in values}
+        out = {v: parts.get((v,), empty) for v in values}
+        return out if cols is None else {v: p.select(cols) for v, p in out.items()}
 
     def unique(self, df, subset: Optional[list] = None):
         return _eager(df.lazy().unique(subset=subset))

@@ -246,9 +246,9 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             cols[name] = Col(np.repeat(np.asarray(values, np.int64), sizes), None, INT)
         return Frame(cols, out.n)
 
-    def split_by(self, df, col: str, values: list) -> dict:
+    def split_by(self, df, col: str, values: list, cols: Optional[list] = None) -> dict:
         """{v: the rows of df whose INT column `col` is v, in their order} for v in values
-        (one stable sort for all the parts)."""
+        (one stable sort for all the parts; cols: only those columns, in that order)."""
         v = df.cols[col].v
         order = np.argsort(v, kind="stable")
         sv = v[order]
@@ -256,8 +256,9 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         lo = np.searchsorted(sv, want, "left")
         hi = np.searchsorted(sv, want, "right")
         # every column gathered once in that order; the parts are slices of it (views)
+        src = df.cols
         cols = [(k, c.v.take(order), None if c.m is None else c.m.take(order), c.k)
-                for k, c in df.cols.items()]
+                for k, c in ((k, src[k]) for k in (src if cols is None else cols))]
         return {t: Frame({k: Col(v[a:b], None if m is None else m[a:b], kind)
                           for k, v, m, kind in cols}, int(b - a))
                 for t, a, b in zip(values, lo.tolist(), hi.tolist())}
