@@ -64,16 +64,19 @@ def forget_definite(eng, tau: int) -> None:
                 continue
             if mine and done[1] is None:
                 continue  # (step1_family's tail: no definite row, none new at τ)
-            full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
-            if pred not in eng.retention:
-                drop = full
+            if mine:  # its rows less the definite ones (split off the family's table)
+                A = done[3]
             else:
-                lag = eng.retention[pred]
-                if lag is None or (tp.head.tvar is not None and tp.head.tvar not in P):
-                    continue
-                ht = eng._texpr(tp.head)
-                drop = full & (ht + B.lit(lag, INT) <= B.lit(tau, INT))
-            A = B.materialize(B.filter(A, ~drop))
+                full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
+                if pred not in eng.retention:
+                    drop = full
+                else:
+                    lag = eng.retention[pred]
+                    if lag is None or (tp.head.tvar is not None and tp.head.tvar not in P):
+                        continue
+                    ht = eng._texpr(tp.head)
+                    drop = full & (ht + B.lit(lag, INT) <= B.lit(tau, INT))
+                A = B.materialize(B.filter(A, ~drop))
             if B.is_empty(A):
                 del eng.S[k][P]
                 if mine:

@@ -176,9 +176,14 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
         return
     T = B.concat(both) if len(both) > 1 else both[0]
     got = _split(B, T, list(fam.tids), vcols + meta)
-    fresh = {} if F is None else _split(
-        B, F, sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid"))),
-        vcols + meta)
+    fresh = after = {}
+    if F is not None:
+        # the templates with definite rows new at τ: those rows, and their frames after
+        # forgetting (the table less F), which forget_definite takes instead of a filter
+        ftids = sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid")))
+        fresh = _split(B, F, ftids, vcols + meta)
+        T = B.filter(T, B.not_null(B.col("exp")))
+        after = _split(B, T, ftids, vcols + meta)
     frames = {}
     for k in fam.tids:
         G = eng.all_vars[k]
@@ -186,10 +191,9 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
             eng.S[k][G] = frames[k] = B.materialize(got[k])
             if tail:
                 f = fresh.get(k)
-                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(f), fam)
+                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(f), fam,
+                                   None if f is None else B.materialize(after[k]))
     if tail:  # the table after forgetting (its definite rows, all new: F), for the next tick
-        if F is not None:
-            T = B.filter(T, B.not_null(B.col("exp")))
         eng.fam_tables[fam.tids] = (B.materialize(B.select_cols(T, vcols + meta + ["_tid"])),
                                     frames)
 
