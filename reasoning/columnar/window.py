@@ -37,10 +37,10 @@ def arrive(eng, facts, tau: int, clean: bool, rep) -> tuple[dict, dict, dict]:
         w = eng.W[p]
         if not B.is_empty(w):
             wk = eng._sel(w, keys)
-            seen = B.join(u, wk, keys, keys, how="semi")
-            if not B.is_empty(seen):
-                dup_frames.append((p, seen))
-                u = B.join(u, wk, keys, keys, how="anti")
+            rest = B.join(u, wk, keys, keys, how="anti")
+            if B.height(rest) != B.height(u):  # (facts already in W: reported)
+                dup_frames.append((p, B.join(u, wk, keys, keys, how="semi")))
+                u = rest
         u = B.materialize(u)
         rep.duplicates += total - B.height(u)
         if not B.is_empty(u):
@@ -56,12 +56,42 @@ def arrive(eng, facts, tau: int, clean: bool, rep) -> tuple[dict, dict, dict]:
         rep.duplicate_facts = duplicate_facts(eng, cols, dup_frames)
     # W's facts by predicate, and present = D|τ ∪ W (disjoint: duplicates are gone)
     window = {p: B.drop(w, ["wexp"]) for p, w in eng.W.items() if not B.is_empty(w)}
-    present = dict(window)
+    present = Present(window)
     for p, d in D.items():
         w = eng.W[p]
-        present[p] = d if B.is_empty(w) else B.materialize(
-            B.concat([d, eng._sel(w, B.columns(d))]))
+        if B.is_empty(w):
+            present[p] = d
+        else:
+            present.later(p, lambda d=d, w=w: B.materialize(
+                B.concat([d, eng._sel(w, B.columns(d))])))
     return D, window, present
+
+
+class Present(dict):
+    """present = D|τ ∪ W by predicate, each union made when first read (a family's step 1
+    reads D|τ and W apart, and most ticks read no other)."""
+
+    _PENDING = object()
+
+    def later(self, key, make) -> None:
+        dict.__setitem__(self, key, Present._PENDING)
+        self.__dict__.setdefault("_make", {})[key] = make
+
+    def __getitem__(self, key):
+        v = dict.__getitem__(self, key)
+        if v is Present._PENDING:
+            v = self.__dict__["_make"].pop(key)()
+            dict.__setitem__(self, key, v)
+        return v
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def values(self):
+        return [self[k] for k in self]
 
 
 def admit(eng, D: dict, tau: int) -> None:
