@@ -273,8 +273,11 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
         _, V = seed_bindings(eng, replace(lp, toff=0), F)
         if V is None or B.is_empty(V):
             continue
-        O = B.from_columns({"_o": [o for _, o in shapes], "_pd": [1 << s for s, _ in shapes]},
-                           {"_o": INT, "_pd": INT})
+        O = fam.memo.setdefault("offsets", {}).get((pred, args))
+        if O is None:  # (static: the atom's shapes, their offsets and bits)
+            O = fam.memo["offsets"][(pred, args)] = B.from_columns(
+                {"_o": [o for _, o in shapes], "_pd": [1 << s for s, _ in shapes]},
+                {"_o": INT, "_pd": INT})
         V = B.join(B.select_cols(V, vcols), O, [], [], how="cross")
         seeds.append(B.with_columns(V, {tv: B.col(tv) - B.col("_o")}))
     if not seeds:
