@@ -186,7 +186,7 @@ class ColumnarEngine:
         # engine made (no row loaded or put in from outside), which step1_family's tail needs
         self.clean = None
         self.continued = False
-        self.fam_done: dict = {}  # template -> (its ground frame, its fresh rows, family)
+        self.fam_done: dict = {}  # template -> step1_family.TailDone of this tick
         self.fam_tables: dict = {}  # family tids -> (its table after forgetting, frames)
 
     # ================================================================== expressions
@@ -232,6 +232,12 @@ class ColumnarEngine:
         """Can a row of template k's partition P carry nogoods (statically)?"""
         return self.may_ng[k] and (not self.ng_vars[k] <= P or
                                    self.exact.partition_watched(k, P))
+
+    def tail_done(self, k: int, A):
+        """step1_family's record of template k at this tick if A is still the ground frame
+        its tail left (the later phases then skip A), else None."""
+        done = self.fam_done.get(k)
+        return done if done is not None and A is done.frame else None
 
     def partitions(self, k: int):
         return self.S[k].items()

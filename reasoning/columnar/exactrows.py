@@ -83,9 +83,7 @@ class ExactPass:
             h = tp.head
             if h.pred not in ans.horizons or len(tp.lits) < 2:
                 continue
-            done = eng.fam_done.get(k)
-            if done is not None and len(eng.S[k]) == 1 and \
-                    eng.S[k].get(eng.all_vars[k]) is done[0]:
+            if len(eng.S[k]) == 1 and eng.tail_done(k, eng.S[k].get(eng.all_vars[k])):
                 continue  # (step1_family's tail checked them)
             mem = mems.get(h.pred)
             if mem is None:
@@ -103,7 +101,7 @@ class ExactPass:
             sch["_ht"] = INT
             ht = eng._texpr(h)
             for P, A in list(eng.S[k].items()):
-                if not need <= P or B.is_empty(A) or (done is not None and A is done[0]):
+                if not need <= P or B.is_empty(A) or eng.tail_done(k, A):
                     continue  # (step1_family's tail checked them)
                 cand = (B.col("ev") != B.lit(0, INT)) & (B.col("ev") != B.lit(full, INT)) & \
                     (ht >= B.lit(lo, INT)) & (ht <= B.lit(hi, INT))

@@ -17,8 +17,8 @@ def drop_redundant(eng, fresh: dict) -> None:
             continue
         n = len(head.args)
         by_pred.setdefault((head.pred, n), []).append((k, f))
-        done = eng.fam_done.get(k)
-        fam = done[2] if done is not None and eng.S[k].get(P) is done[0] else None
+        done = eng.tail_done(k, eng.S[k].get(P))
+        fam = done.family if done is not None else None
         tails[(head.pred, n)] = fam if tails.get((head.pred, n), fam) is fam else None
     for (pred, n), fs in by_pred.items():
         H = None  # (built when a partition is not one its family's tail did)
@@ -28,12 +28,12 @@ def drop_redundant(eng, fresh: dict) -> None:
             if not any(literal_vars(head2) <= P2 for P2 in eng.S[k2]):
                 continue
             lkeys = None
-            done = eng.fam_done.get(k2)
             for P2 in list(eng.S[k2]):
                 if not literal_vars(head2) <= P2:
                     continue
                 A = eng.S[k2][P2]
-                if done is not None and A is done[0] and tails[(pred, n)] is done[2]:
+                done = eng.tail_done(k2, A)
+                if done is not None and tails[(pred, n)] is done.family:
                     continue  # (step1_family's tail dropped them: the same heads)
                 if H is None:
                     H = B.unique(B.concat([B.select(f, head_items(eng, k, prefix="_r") + [
@@ -53,19 +53,19 @@ def forget_definite(eng, tau: int) -> None:
     B = eng.B
     for k, tp in enumerate(eng.templates):
         pred = tp.head.pred
-        done = eng.fam_done.get(k)
         for P, A in list(eng.S[k].items()):
-            mine = done is not None and A is done[0]
-            frames = eng.fam_tables[done[2].tids][1] if mine else None
+            done = eng.tail_done(k, A)
+            mine = done is not None
+            frames = eng.fam_tables[done.family.tids][1] if mine else None
             if B.is_empty(A):
                 del eng.S[k][P]
                 if mine:
                     frames.pop(k, None)
                 continue
-            if mine and done[1] is None:
+            if mine and done.fresh is None:
                 continue  # (step1_family's tail: no definite row, none new at τ)
             if mine:  # its rows less the definite ones (split off the family's table)
-                A = done[3]
+                A = done.after
             else:
                 full = B.col("ev") == B.lit(eng.layouts[k].full_mask, INT)
                 if pred not in eng.retention:

@@ -40,11 +40,11 @@ def fresh_rows(eng, tau: int) -> dict:
     out = {}
     for k in range(len(eng.templates)):
         full = eng.layouts[k].full_mask
-        done = eng.fam_done.get(k)
         for P, a in eng.S[k].items():
-            if done is not None and a is done[0]:  # (step1_family's tail made them)
-                if done[1] is not None:
-                    out[(k, P)] = done[1]
+            done = eng.tail_done(k, a)
+            if done is not None:  # (step1_family's tail made them)
+                if done.fresh is not None:
+                    out[(k, P)] = done.fresh
                 continue
             f = B.materialize(B.filter(a, (B.col("born") == B.lit(tau, INT)) &
                                        (B.col("ev") == B.lit(full, INT))))

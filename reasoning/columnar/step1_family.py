@@ -34,7 +34,9 @@ class Family:
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: tv's least value (finish.py's time_lows)
     head: object = None  # the templates' one head when the tick's tail is done here (_tail)
-    by_atom: tuple = ()  # ((pred, args), ((shape, time offset), ...)) per atom of the shapes
+    # per atom of the shapes: ((pred, args), its first shape's literal, a frame of its
+    # shapes' time offsets `_o` and bits `_pd`)
+    by_atom: tuple = field(default=(), compare=False)
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
 
 
@@ -92,16 +94,31 @@ def _family(eng, ks: list) -> Family:
     return Family(tuple(ks), tuple(vcol(v) for v in range(len(tp.names))), tv,
                   tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
                   tuple(time_lows(eng.templates[k])[tv] for k in ks), _tail_head(eng, ks),
-                  _by_atom([lp for _, lp in shapes.values()]))
+                  _by_atom(eng.B, [lp for _, lp in shapes.values()]))
 
 
-def _by_atom(lits: list) -> tuple:
-    """The shapes (indexes into lits) grouped by predicate and arguments, with their time
-    offsets (every shape's time is on the family's one time variable)."""
+@dataclass(frozen=True)
+class TailDone:
+    """What step1_family's tail left for one template at τ (engine.fam_done): its ground
+    frame, its definite rows new at τ and that frame after forgetting (None: no such
+    row), and its family."""
+
+    frame: object
+    fresh: object
+    after: object
+    family: Family
+
+
+def _by_atom(B, lits: list) -> tuple:
+    """The shapes grouped by predicate and arguments: per atom, its first shape's literal
+    and a frame of the shapes' time offsets and bits (every shape's time is on the
+    family's one time variable: the atom's seed bindings at offset 0 shifted to each)."""
     by: dict = {}
     for s, lp in enumerate(lits):
-        by.setdefault((lp.pred, lp.args), []).append((s, lp.toff))
-    return tuple((key, tuple(v)) for key, v in by.items())
+        by.setdefault((lp.pred, lp.args), []).append((s, lp))
+    return tuple((key, v[0][1], B.from_columns(
+        {"_o": [lp.toff for _, lp in v], "_pd": [1 << s for s, _ in v]},
+        {"_o": INT, "_pd": INT})) for key, v in by.items())
 
 
 def _tail_head(eng, ks: list):
@@ -180,7 +197,7 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     if F is not None:
         # the templates with definite rows new at τ: those rows, and their frames after
         # forgetting (the table less F), which forget_definite takes instead of a filter
-        ftids = sorted(set(B.column_list(B.unique(B.select_cols(F, ["_tid"])), "_tid")))
+        ftids = sorted(set(B.column_list(F, "_tid")))
         fresh = _split(B, F, ftids, vcols + meta)
         T = B.filter(T, B.not_null(B.col("exp")))
         after = _split(B, T, ftids, vcols + meta)
@@ -191,8 +208,9 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
             eng.S[k][G] = frames[k] = B.materialize(got[k])
             if tail:
                 f = fresh.get(k)
-                eng.fam_done[k] = (eng.S[k][G], None if f is None else B.materialize(f), fam,
-                                   None if f is None else B.materialize(after[k]))
+                eng.fam_done[k] = TailDone(
+                    frames[k], None if f is None else B.materialize(f),
+                    None if f is None else B.materialize(after[k]), fam)
     if tail:  # the table after forgetting (its definite rows, all new: F), for the next tick
         eng.fam_tables[fam.tids] = (B.materialize(B.select_cols(T, vcols + meta + ["_tid"])),
                                     frames)
@@ -204,8 +222,8 @@ def _table(eng, fam: Family):
     frame is the one it left there (forget_definite keeps the record), else gathered."""
     B = eng.B
     prev = eng.fam_tables.pop(fam.tids, None)
-    if prev is not None and eng.continued and all(eng.S[k].get(eng.all_vars[k]) is prev[1].get(k)
-                                for k in fam.tids):
+    if prev is not None and eng.continued and all(
+            eng.S[k].get(eng.all_vars[k]) is prev[1].get(k) for k in fam.tids):
         ptids = [k for k in fam.tids if k in prev[1]]
         return (prev[0] if ptids else None), ptids
     cols = list(fam.vcols) + list(META_KINDS)
@@ -263,21 +281,15 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
     vcols = list(fam.vcols)
     tv = vcol(fam.tv)
     seeds = []
-    for (pred, args), shapes in fam.by_atom:
+    for (pred, _), lp, O in fam.by_atom:
         F = D.get(pred)
         if F is None:
             continue
         # the shapes of one atom differ by their time offset only: the facts' bindings at
         # offset 0, shifted to each shape's (one cross join for all of them)
-        lp = fam.lits[shapes[0][0]]
         _, V = seed_bindings(eng, replace(lp, toff=0), F)
         if V is None or B.is_empty(V):
             continue
-        O = fam.memo.setdefault("offsets", {}).get((pred, args))
-        if O is None:  # (static: the atom's shapes, their offsets and bits)
-            O = fam.memo["offsets"][(pred, args)] = B.from_columns(
-                {"_o": [o for _, o in shapes], "_pd": [1 << s for s, _ in shapes]},
-                {"_o": INT, "_pd": INT})
         V = B.join(B.select_cols(V, vcols), O, [], [], how="cross")
         seeds.append(B.with_columns(V, {tv: B.col(tv) - B.col("_o")}))
     if not seeds:
@@ -403,7 +415,6 @@ def _expand(B, df, keys: list, names: list, fn):
 def _by_table(B, df, keys, names: list, fn):
     """df with columns `names` = fn(*key values) (a tuple; None: null), looked up in a
     table of df's distinct key tuples (hundreds where df has thousands of rows)."""
-    keys = [keys] if isinstance(keys, str) else list(keys)
     own = getattr(B, "map_keys", None)
     if own is not None:
         return own(df, keys, names, fn)

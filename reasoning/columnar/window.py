@@ -73,14 +73,18 @@ class Present(dict):
 
     _PENDING = object()
 
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._make: dict = {}
+
     def later(self, key, make) -> None:
         dict.__setitem__(self, key, Present._PENDING)
-        self.__dict__.setdefault("_make", {})[key] = make
+        self._make[key] = make
 
     def __getitem__(self, key):
         v = dict.__getitem__(self, key)
         if v is Present._PENDING:
-            v = self.__dict__["_make"].pop(key)()
+            v = self._make.pop(key)()
             dict.__setitem__(self, key, v)
         return v
 
