@@ -383,15 +383,12 @@ def test_split_nogood_list_prints_as_the_nogoods(ng, data):
     assert exclusions_of(Tp, *split_nogood_list(shuffled)) == want
 
 
-@pytest.mark.xfail(strict=True, reason="known defect (found by the random property test above, "
-                   "2026-11-30; present since before issue 45's family step): without "
-                   "forgetting, a row with an unbound time variable (S) that a fact of D|τ "
-                   "only touches is finished again by step 1(b) with born = τ, so the exact "
-                   "pass takes it for new at τ and splits its past instance S = 3 again, "
-                   "beside the one step 3(c) has already given evidence (the row engine's "
-                   "answer keeps its identity); keeping the birth tick there breaks step "
-                   "3's reading of born — not fixed")
 def test_a_touched_row_with_an_unbound_time_variable_is_not_split_again():
+    """Found by the random property test above: without forgetting, a row whose time
+    variable S is unbound but whose arguments are bound (E2(a, S)) was woken by any fact of
+    E2, came back from step 1(b) born at τ, and the exact pass split its past instance
+    S = 3 a second time.  Step 1(b) now wakes it only for a fact with its arguments, as
+    the row engine's (pred, args) index does."""
     from reasoning.semantics.patterns import Fact
 
     text = ("#query P3(X, T).\n#delay E1 = 0.\n#delay E2 = 2.\n#domain a, b, c.\n"

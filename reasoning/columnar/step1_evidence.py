@@ -5,7 +5,7 @@ from typing import Optional
 
 from reasoning.semantics.patterns import ETemplate
 from reasoning.columnar.finish import finish
-from reasoning.columnar.layout import BOOL, INT, OBJ, row_to_answer, vcol
+from reasoning.columnar.layout import BOOL, INT, OBJ, acol, row_to_answer, vcol
 from reasoning.columnar.mgus import local_mgus, prep, present_all, seed, seed_bindings
 from reasoning.columnar.state import Pattern, add
 from reasoning.columnar.step1_family import step1_family, tagged
@@ -94,9 +94,40 @@ def flags(eng, k: int, P: Pattern, A, D: dict, cache: dict):
                               B.alias(B.lit(True, BOOL), f"_mw{j}")])
             A = B.join(A, R, [eng._texpr(lp)], [f"_kt{j}"], how="left")
             touches.append(notev & B.not_null(B.col(f"_mw{j}")))
+        elif all(x in P for isvar, x in lp.args if isvar):
+            # only the time variable unbound: touched by a fact with its arguments (the
+            # row engine's (pred, args) index) — not by every fact of the predicate, or
+            # an untouched row would come back new at τ
+            A = _join_args(eng, cache, A, lp, F, j)
+            touches.append(notev & B.not_null(B.col(f"_ma{j}")) if any(
+                isvar for isvar, _ in lp.args) else notev & B.col(f"_ma{j}"))
         else:
             touches.append(notev)
     return A, hits, touches
+
+
+def _join_args(eng, cache: dict, A, lp, F, j: int):
+    """A with a marker column _ma<j>: some fact of F has lp's arguments under the row's
+    binding (lp's time variable unbound; its distinct argument tuples, once a tick)."""
+    B = eng.B
+    sig = tuple((i, x) for i, (isvar, x) in enumerate(lp.args) if not isvar)
+    var = [(i, x) for i, (isvar, x) in enumerate(lp.args) if isvar]
+    key = ("args", id(F), sig, tuple(i for i, _ in var))
+    R = cache.get(key)
+    if R is None:
+        Fc = F
+        for i, x in sig:
+            Fc = B.filter(Fc, B.col(acol(i)) == B.lit(x, OBJ))
+        if not var:
+            R = cache[key] = B.exists(Fc)
+        else:
+            R = cache[key] = B.unique(B.select(Fc, [B.col(acol(i)) for i, _ in var]))
+    if not var:
+        return B.with_columns(A, {f"_ma{j}": B.lit(bool(R), BOOL)})
+    R = B.select(R, [B.alias(B.col(acol(i)), f"_ka{j}_{i}") for i, _ in var] +
+                 [B.alias(B.lit(True, BOOL), f"_ma{j}")])
+    return B.join(A, R, [B.col(vcol(x)) for _, x in var], [f"_ka{j}_{i}" for i, _ in var],
+                  how="left")
 
 
 def pristine(eng, k: int):
