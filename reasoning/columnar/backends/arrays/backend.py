@@ -9,7 +9,8 @@ from reasoning.native import kernels
 from reasoning.columnar.backends.arrays.domain import DomainOps
 from reasoning.columnar.backends.arrays.expr import Ex, _ex, _truth
 from reasoning.columnar.backends.arrays.frame import (NULL, _DT, _IDS, _LISTS, Col, Frame,
-                                                      LazyCol, _m_or, _norm_mask)
+                                                      LazyCol, SplitPart, _Gathered, _m_or,
+                                                      _norm_mask)
 from reasoning.columnar.backends.arrays.functions import Expressions
 from reasoning.columnar.backends.arrays.intern import _LST, _SYM
 from reasoning.columnar.backends.arrays.keys import (_distinct_ints, _group_ids, _keymats,
@@ -33,7 +34,9 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
 
     def __init__(self, threads: Optional[int] = None):
         self.sym, self.lst = _SYM, _LST
-        self._dense_memo: dict = {}  # id(δ table) -> (table, its dense array): _dense_delays
+        # id(δ table) -> (table, its dense array): _dense_delays; id(masks) -> (masks, its
+        # byte tables): _byte_table
+        self._dense_memo: dict = {}
         kernels.warm()
 
     def empty(self, schema: dict[str, str]):
@@ -255,13 +258,11 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         want = np.asarray(values, np.int64)
         lo = np.searchsorted(sv, want, "left")
         hi = np.searchsorted(sv, want, "right")
-        # every column gathered once in that order; the parts are slices of it (views)
+        # every column gathered once in that order, when a part is first read; the parts
+        # are slices of it (views)
         src = df.cols
-        cols = [(k, c.v.take(order), None if c.m is None else c.m.take(order), c.k)
-                for k, c in ((k, src[k]) for k in (src if cols is None else cols))]
-        return {t: Frame({k: Col(v[a:b], None if m is None else m[a:b], kind)
-                          for k, v, m, kind in cols}, int(b - a))
-                for t, a, b in zip(values, lo.tolist(), hi.tolist())}
+        shared = _Gathered([(k, src[k]) for k in (src if cols is None else cols)], order)
+        return {t: SplitPart(shared, a, b) for t, a, b in zip(values, lo.tolist(), hi.tolist())}
 
     def map_keys(self, df, keys: list, names: list, fn):
         """df with INT columns `names` = fn(*the row's key values) (a tuple; None: null),
@@ -278,6 +279,52 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             v, nulls = _int_values([t[i] for t in vals])
             cols[c] = Col(v.take(gid), None if nulls is None else nulls.take(gid), INT)
         return Frame(cols, df.n)
+
+    def bits_by_key(self, df, key: str, keys: tuple, masks: tuple, outs: dict):
+        """df with INT columns name = the union of masks[i][s] over the bits s of m, i the
+        row's key's place in keys and m the union of the mask columns outs[name] (null
+        where the first is): step1_family's literal bits of a template's shapes, looked
+        up a byte of m at a time in a table made once per `masks`."""
+        index, table = self._byte_table(keys, masks)
+        cols = dict(df.cols)
+        row = index.take(df.cols[key].v)
+        for name, srcs in outs.items():
+            first = df.cols[srcs[0]]
+            m = first.v
+            for c in srcs[1:]:
+                col = df.cols[c]
+                m = m | (col.v if col.m is None else np.where(col.m, 0, col.v))
+            out = np.zeros(df.n, np.int64)
+            for c in range(table.shape[1]):
+                out |= table[row, c, (m >> (8 * c)) & 255]
+            nulls = first.m
+            if nulls is not None:
+                out[nulls] = 0
+            cols[name] = Col(out, nulls, INT)
+        return Frame(cols, df.n)
+
+    def _byte_table(self, keys: tuple, masks: tuple) -> tuple:
+        """(key → its row, [row, chunk c, byte v] → the union of masks[row][8c + i] over
+        the bits i of v), kept while `masks` lives."""
+        memo = self._dense_memo
+        got = memo.get(id(masks))
+        if got is None or got[0] is not masks:
+            width = max((s for m in masks for s in m), default=0) + 1
+            nchunks = (width + 7) // 8
+            base = np.zeros((len(keys), nchunks * 8), np.int64)
+            for n, m in enumerate(masks):
+                for s, b in m.items():
+                    base[n, s] = b
+            sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
+            table = np.zeros((len(keys), nchunks, 256), np.int64)
+            for c in range(nchunks):
+                part = base[:, 8 * c:8 * c + 8]  # [row, bit]
+                table[:, c, :] = np.bitwise_or.reduce(
+                    np.where(sel[None, :, :], part[:, None, :], 0), axis=2)
+            index = np.full(max(keys) + 1, -1, np.int64)
+            index[list(keys)] = np.arange(len(keys))
+            got = memo[id(masks)] = (masks, (index, table))
+        return got[1]
 
     def expand_keys(self, df, keys: list, names: list, fn):
         """Each row of df once per tuple of fn(*its key values) (a list of tuples; None:
@@ -381,6 +428,12 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         return Frame(cols, df.n)
 
     def materialize(self, df):
+        if type(df) is SplitPart and df._sp is not None:
+            shared = df._sp[0]  # not read yet: it stays so, on plain source columns
+            for _, c in shared.src or ():
+                if type(c) is LazyCol:
+                    c._fill()
+            return df
         for c in df.cols.values():  # a frame kept across ticks holds no source frame
             if type(c) is LazyCol:
                 c._fill()

@@ -1,4 +1,5 @@
-"""The frame model: columns (Col; LazyCol, gathered on first read), frames, kinds, null masks."""
+"""The frame model: columns (Col; LazyCol, gathered on first read), frames (SplitPart: a
+split's part, made on first read), kinds, null masks."""
 from __future__ import annotations
 
 from typing import Optional
@@ -123,3 +124,49 @@ class Frame:
 
     def __repr__(self):
         return f"Frame({self.n} rows: {', '.join(f'{k}:{c.k}' for k, c in self.cols.items())})"
+
+
+class _Gathered:
+    """A frame's columns gathered in one order, once, on the first read of any split part
+    made from it (SplitPart): (name, values, nulls, kind) each."""
+
+    __slots__ = ("src", "order", "cols")
+
+    def __init__(self, src: list, order: np.ndarray):
+        self.src, self.order, self.cols = src, order, None
+
+    def get(self) -> list:
+        if self.cols is None:
+            o = self.order
+            self.cols = [(k, c.v.take(o), None if c.m is None else c.m.take(o), c.k)
+                         for k, c in self.src]
+            self.src = self.order = None
+        return self.cols
+
+
+_FC = Frame.cols  # the slot's own descriptor
+
+
+class SplitPart(Frame):
+    """Rows a..b of a split (ArraysBackend.split_by): its columns are slices (views) of
+    the source's columns gathered in the split's order, made on the first read of `cols` —
+    a family's per-template frames are mostly kept without being read (step1_family)."""
+
+    __slots__ = ("_sp",)
+
+    def __init__(self, shared: _Gathered, a: int, b: int):
+        self._sp = (shared, a, b)
+        self.n = b - a
+
+    def _cols(self) -> dict:
+        try:
+            return _FC.__get__(self)
+        except AttributeError:
+            shared, a, b = self._sp
+            cols = {k: Col(v[a:b], None if m is None else m[a:b], kind)
+                    for k, v, m, kind in shared.get()}
+            _FC.__set__(self, cols)
+            self._sp = None
+            return cols
+
+    cols = property(_cols, _FC.__set__)
