@@ -787,3 +787,27 @@ def test_split_by_gives_each_values_rows_in_order_read_or_not(left, values, some
         want = A.select_cols(want, cols or list(A.columns(src)))
         assert A.columns(f) == A.columns(want)
         assert A.rows(f) == A.rows(want)
+
+
+@settings(max_examples=budget(150), deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 20), st.integers(-9, 9)),
+                                   max_size=6, unique_by=lambda p: p[0]),
+                          st.integers(-3, 3)), min_size=1, max_size=5),
+       st.lists(st.tuples(st.integers(0, 4), st.integers(0, (1 << 21) - 1)), max_size=40))
+def test_span_by_key_is_finish_s_look_up_per_template_and_evidence(tpls, rows):
+    """span_by_key (step1_family._finish on the arrays backend: the least and greatest
+    deadline offset of a template's open positive literals, a byte of ev at a time) against
+    the generic look-up per distinct (template, ev) on Polars; none open: null."""
+    from reasoning.columnar.layout import INT
+    from reasoning.columnar.step1_family import Family, _by_table, _span
+
+    tids = tuple(2 * n + 5 for n in range(len(tpls)))
+    fam = Family(tids, (), 0, (), (), tuple(tuple(o) for o, _ in tpls),
+                 tuple(lo for _, lo in tpls))
+    recs = [{"_tid": tids[n % len(tids)], "ev": ev} for n, ev in rows]
+    sch = {"_tid": INT, "ev": INT}
+    names = ["_dmin", "_dmax", "_lo"]
+    got = [canon(P, _by_table(P, P.from_rows(recs, sch), ["_tid", "ev"], names, _span(fam))),
+           canon(A, A.span_by_key(A.from_rows(recs, sch), "_tid", fam.tids, fam.offs,
+                                  fam.lows, "ev", names))]
+    assert got[0] == got[1]

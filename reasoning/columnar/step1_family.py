@@ -430,9 +430,29 @@ def _by_table(B, df, keys, names: list, fn):
 
 
 def _finish(eng, fam: Family, df, tau: int):
-    """finish.py's finish for the family's woken rows: tv at least its template's low, exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an
-    offset: tv plus a per-(template, ev) least and greatest offset), exp > τ."""
+    """finish.py's finish for the family's woken rows: tv at least its template's low,
+    exp/dlp the least/greatest t + δ over the open positive literals (t = tv + an offset: tv
+    plus a per-(template, ev) least and greatest offset), exp > τ."""
     B = eng.B
+    own = getattr(B, "span_by_key", None)
+    if own is not None:  # (the arrays backend: a byte of ev at a time)
+        df = own(df, "_tid", fam.tids, fam.offs, fam.lows, "ev", ["_dmin", "_dmax", "_lo"])
+    else:
+        df = _by_table(B, df, ["_tid", "ev"], ["_dmin", "_dmax", "_lo"], _span(fam))
+    t = B.col(vcol(fam.tv))
+    exp = t + B.col("_dmin")
+    df = B.with_columns(df, {"exp": exp, "dlp": t + B.col("_dmax"),
+                             "unb": B.lit(False, BOOL), "born": B.lit(tau, INT)})
+    df = B.filter(df, (t >= B.col("_lo")) & (
+        B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))))
+    if B.is_empty(df):
+        return None
+    return B.select_cols(df, ["_tid"] + list(fam.vcols) + list(META_KINDS))
+
+
+def _span(fam: Family):
+    """(template, ev) → (least and greatest offset of its open positive literals — None,
+    None if none —, its low), memoised: _finish's look-up per distinct key."""
     memo = _memo(fam, "dl")
     pos = {k: n for n, k in enumerate(fam.tids)}
 
@@ -444,16 +464,7 @@ def _finish(eng, fam: Family, df, tau: int):
             got = memo[(tid, ev)] = ((min(cs), max(cs)) if cs else (None, None)) + (
                 fam.lows[n],)
         return got
-    df = _by_table(B, df, ["_tid", "ev"], ["_dmin", "_dmax", "_lo"], span)
-    t = B.col(vcol(fam.tv))
-    exp = t + B.col("_dmin")
-    df = B.with_columns(df, {"exp": exp, "dlp": t + B.col("_dmax"),
-                             "unb": B.lit(False, BOOL), "born": B.lit(tau, INT)})
-    df = B.filter(df, (t >= B.col("_lo")) & (
-        B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))))
-    if B.is_empty(df):
-        return None
-    return B.select_cols(df, ["_tid"] + list(fam.vcols) + list(META_KINDS))
+    return span
 
 
 def tagged(B, dfs: list, tags: dict):

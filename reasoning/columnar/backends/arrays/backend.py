@@ -303,6 +303,60 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             cols[name] = Col(out, nulls, INT)
         return Frame(cols, df.n)
 
+    def span_by_key(self, df, key: str, keys: tuple, offs: tuple, lows: tuple, ev: str,
+                    names: list):
+        """df with INT columns names = (the least and the greatest c over the pairs (j, c)
+        of offs[i] whose bit j is not in the row's `ev` — null if none —, lows[i]), i the
+        row's key's place in keys: finish's deadline offsets of a family's woken rows,
+        looked up a byte of ev at a time in tables made once per `offs`."""
+        index, tmin, tmax = self._span_tables(keys, offs)
+        row = index.take(df.cols[key].v)
+        open_ = ~df.cols[ev].v
+        big = np.iinfo(np.int64).max
+        lo = np.full(df.n, big, np.int64)
+        hi = np.full(df.n, -big, np.int64)
+        for c in range(tmin.shape[1]):
+            b = (open_ >> (8 * c)) & 255
+            np.minimum(lo, tmin[row, c, b], out=lo)
+            np.maximum(hi, tmax[row, c, b], out=hi)
+        none = lo == big
+        m = none if none.any() else None
+        if m is not None:
+            lo[none] = 0
+            hi[none] = 0
+        cols = dict(df.cols)
+        cols[names[0]] = Col(lo, m, INT)
+        cols[names[1]] = Col(hi, None if m is None else m.copy(), INT)
+        cols[names[2]] = Col(np.asarray(lows, np.int64).take(row), None, INT)
+        return Frame(cols, df.n)
+
+    def _span_tables(self, keys: tuple, offs: tuple) -> tuple:
+        """(key → its row, [row, chunk c, byte v] → the least / greatest value of offs[row]
+        at the bits 8c + i of v, ±max int64 if none), kept while `offs` lives."""
+        memo = self._dense_memo
+        got = memo.get(id(offs))
+        if got is None or got[0] is not offs:
+            big = np.iinfo(np.int64).max
+            width = max((j for o in offs for j, _ in o), default=0) + 1
+            nchunks = (width + 7) // 8
+            sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
+            tabs = []
+            for fill, red in ((big, np.minimum), (-big, np.maximum)):
+                base = np.full((len(keys), nchunks * 8), fill, np.int64)
+                for n, o in enumerate(offs):
+                    for j, c in o:
+                        base[n, j] = c
+                t = np.empty((len(keys), nchunks, 256), np.int64)
+                for c in range(nchunks):
+                    part = base[:, 8 * c:8 * c + 8]
+                    t[:, c, :] = red.reduce(np.where(sel[None, :, :], part[:, None, :], fill),
+                                            axis=2)
+                tabs.append(t)
+            index = np.full(max(keys) + 1, -1, np.int64)
+            index[list(keys)] = np.arange(len(keys))
+            got = memo[id(offs)] = (offs, (index, *tabs))
+        return got[1]
+
     def _byte_table(self, keys: tuple, masks: tuple) -> tuple:
         """(key → its row, [row, chunk c, byte v] → the union of masks[row][8c + i] over
         the bits i of v), kept while `masks` lives."""
