@@ -159,14 +159,17 @@ def row_to_answer(lay: Layout, row: dict, nogoods: bool = True) -> Answer:
 
 
 def facts_by_pred(facts: Iterable[Fact]) -> dict[str, dict[str, list]]:
-    """Column lists per predicate (the D|τ tables)."""
-    out: dict[str, dict[str, list]] = {}
+    """Column lists per predicate (the D|τ tables): each predicate's argument tuples
+    transposed at once (a predicate has one arity: the facts are validated)."""
+    by: dict[str, tuple] = {}
     for f in facts:
-        cols = out.get(f.pred)
-        if cols is None:
-            cols = out[f.pred] = {acol(i): [] for i in range(len(f.args))}
-            cols["t"] = []
-        for i, a in enumerate(f.args):
-            cols[acol(i)].append(a)
-        cols["t"].append(f.time)
+        got = by.get(f.pred)
+        if got is None:
+            got = by[f.pred] = ([], [], len(f.args))
+        got[0].append(f.args)
+        got[1].append(f.time)
+    out: dict[str, dict[str, list]] = {}
+    for pred, (args, times, n) in by.items():
+        cols = out[pred] = {acol(i): list(c) for i, c in enumerate(zip(*args))} if n else {}
+        cols["t"] = times
     return out

@@ -287,16 +287,18 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         up a byte of m at a time in a table made once per `masks`."""
         index, table = self._byte_table(keys, masks)
         cols = dict(df.cols)
-        row = index.take(df.cols[key].v)
+        nchunks = table.shape[1]
+        flat = table.reshape(-1)
+        row = index.take(df.cols[key].v) * (nchunks * 256)
         for name, srcs in outs.items():
             first = df.cols[srcs[0]]
             m = first.v
             for c in srcs[1:]:
                 col = df.cols[c]
                 m = m | (col.v if col.m is None else np.where(col.m, 0, col.v))
-            out = np.zeros(df.n, np.int64)
-            for c in range(table.shape[1]):
-                out |= table[row, c, (m >> (8 * c)) & 255]
+            out = flat.take(row + (m & 255))
+            for c in range(1, nchunks):
+                out |= flat.take(row + (c * 256 + ((m >> (8 * c)) & 255)))
             nulls = first.m
             if nulls is not None:
                 out[nulls] = 0
@@ -310,15 +312,18 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         row's key's place in keys: finish's deadline offsets of a family's woken rows,
         looked up a byte of ev at a time in tables made once per `offs`."""
         index, tmin, tmax = self._span_tables(keys, offs)
-        row = index.take(df.cols[key].v)
+        nchunks = tmin.shape[1]
+        fmin, fmax = tmin.reshape(-1), tmax.reshape(-1)
+        at0 = index.take(df.cols[key].v)
+        row = at0 * (nchunks * 256)
         open_ = ~df.cols[ev].v
         big = np.iinfo(np.int64).max
-        lo = np.full(df.n, big, np.int64)
-        hi = np.full(df.n, -big, np.int64)
-        for c in range(tmin.shape[1]):
-            b = (open_ >> (8 * c)) & 255
-            np.minimum(lo, tmin[row, c, b], out=lo)
-            np.maximum(hi, tmax[row, c, b], out=hi)
+        at = row + (open_ & 255)
+        lo, hi = fmin.take(at), fmax.take(at)
+        for c in range(1, nchunks):
+            at = row + (c * 256 + ((open_ >> (8 * c)) & 255))
+            np.minimum(lo, fmin.take(at), out=lo)
+            np.maximum(hi, fmax.take(at), out=hi)
         none = lo == big
         m = none if none.any() else None
         if m is not None:
@@ -327,7 +332,7 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         cols = dict(df.cols)
         cols[names[0]] = Col(lo, m, INT)
         cols[names[1]] = Col(hi, None if m is None else m.copy(), INT)
-        cols[names[2]] = Col(np.asarray(lows, np.int64).take(row), None, INT)
+        cols[names[2]] = Col(np.asarray(lows, np.int64).take(at0), None, INT)
         return Frame(cols, df.n)
 
     def _span_tables(self, keys: tuple, offs: tuple) -> tuple:
