@@ -733,3 +733,26 @@ def test_a_rule_whose_diamonds_multiply_past_the_budget_is_answered(engine):
             assert not any("__" in h for o in objs for h in o["hypotheses"]), text
 
     check()
+
+
+def test_a_derived_literal_s_nogoods_reach_a_negation_of_its_caller_on_the_columnar_executor():
+    """Found by the property test above with HYPO_THOROUGH=1 (2026-11-30): P2's answer
+    P2(X, 0), X ≠ a, got its nogood from the definite answer of the derived literal P1(X, 0)
+    (not E1(a, 0) is false); the columnar executor took P2's template for one whose
+    answers carry no nogood (it has no negated literal), read P2(X, 0) as covering P2(a, 0)
+    and refuted P3(a, 0), which is definite."""
+    text = ("#query P3(X, T).\n#delay E1 = 0.\n#domain a, b, c.\n"
+            "P1(X, T) :- not E1(X, T).\nP2(X, T) :- P1(X, T).\n"
+            "P3(X, T) :- E1(X, T), not P2(X, T).\n")
+    cp = compile_program(text, "<gen>", modular="always")
+    assert cp.modular
+    row, col = Session(cp, engine="row"), Session(cp, engine="columnar")
+    for tau in range(3):
+        facts = [Fact("E1", ("a",), 0)] if tau == 0 else []
+        row.step(facts, tau)
+        col.step(facts, tau)
+        lines = col.lines(True, True)
+        assert lines == row.lines(True, True), tau
+        if tau == 0:
+            assert any('"query": "P3(X, T)", "status": "definite", "substitution": '
+                       '{"X": "a", "T": 0}' in x for x in lines), lines

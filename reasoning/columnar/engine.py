@@ -155,22 +155,25 @@ class ColumnarEngine:
         # whether a nogood on several variables can arise anywhere
         self.exact = self.tool.exact  # exact instances of waiting answers (exact.py)
         self.answered = self.tool.answered
-        self.may_ng = [bool(tp.nogoods) or bool(tp.neg) or self.exact.may_ng[tp.tid]
-                       for tp in self.templates]
+        # (a derived literal's pieces carry the nogoods of the answer deciding it)
+        self.may_ng = [bool(tp.nogoods) or bool(tp.neg) or bool(tp.der) or
+                       self.exact.may_ng[tp.tid] for tp in self.templates]
         self.multi_possible = any(len(n) > 1 for tp in self.templates for n in tp.nogoods) or \
             any(len({x for isvar, x in tp.lits[j].args if isvar}) > 1
-                for tp in self.templates for j in tp.neg) or any(self.exact.multi) or \
-            any(self.exact.time_ng)
+                for tp in self.templates for j in tp.neg) or \
+            any(len({x for isvar, x in tp.lits[j].args if isvar} | {tp.lits[j].tvar}) > 1
+                for tp in self.templates for j in tp.der) or \
+            any(self.exact.multi) or any(self.exact.time_ng)
         # the variables a nogood of a template's answer can be on, besides exact
         # refinement's (exact.py partition_watched): the program's nogoods', the negated
-        # literals' (step 3's pieces); reduction (finish.py reduce_nogoods) drops a nogood
+        # and derived literals' (step 3's pieces); reduction (finish.py reduce_nogoods) drops a nogood
         # once its variables are bound, so the rows of a partition binding them all have
         # none (part_may_ng)
         self.ng_vars = [frozenset().union(
             *[{x for x, _ in n} for n in tp.nogoods],
             *[{x for isvar, x in tp.lits[j].args if isvar} |
               ({tp.lits[j].tvar} if tp.lits[j].tvar is not None else set())
-              for j in tp.neg])
+              for j in tp.neg + tp.der])
             for tp in self.templates]
         self.stats = {"fallback_refs": 0}
         # modular evaluation: templates with derived literals (step3_derived.py)
