@@ -34,8 +34,8 @@ class Family:
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: tv's least value (finish.py's time_lows)
     head: object = None  # the templates' one head when the tick's tail is done here (_tail)
-    # per atom of the shapes: ((pred, args), its first shape's literal, a frame of its
-    # shapes' time offsets `_o` and bits `_pd`)
+    # per atom of the shapes: ((pred, args), its first shape's literal, its shapes' (time
+    # offset, bit))
     by_atom: tuple = field(default=(), compare=False)
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
 
@@ -94,7 +94,7 @@ def _family(eng, ks: list) -> Family:
     return Family(tuple(ks), tuple(vcol(v) for v in range(len(tp.names))), tv,
                   tuple(lp for _, lp in shapes.values()), tuple(masks), tuple(offs),
                   tuple(time_lows(eng.templates[k])[tv] for k in ks), _tail_head(eng, ks),
-                  _by_atom(eng.B, [lp for _, lp in shapes.values()]))
+                  _by_atom([lp for _, lp in shapes.values()]))
 
 
 @dataclass(frozen=True)
@@ -109,16 +109,14 @@ class TailDone:
     family: Family
 
 
-def _by_atom(B, lits: list) -> tuple:
+def _by_atom(lits: list) -> tuple:
     """The shapes grouped by predicate and arguments: per atom, its first shape's literal
-    and a frame of the shapes' time offsets and bits (every shape's time is on the
-    family's one time variable: the atom's seed bindings at offset 0 shifted to each)."""
+    and the shapes' (time offset, bit) (every shape's time is on the family's one time
+    variable: the atom's seed bindings at offset 0 shifted to each)."""
     by: dict = {}
     for s, lp in enumerate(lits):
         by.setdefault((lp.pred, lp.args), []).append((s, lp))
-    return tuple((key, v[0][1], B.from_columns(
-        {"_o": [lp.toff for _, lp in v], "_pd": [1 << s for s, _ in v]},
-        {"_o": INT, "_pd": INT})) for key, v in by.items())
+    return tuple((key, v[0][1], [(lp.toff, 1 << s) for s, lp in v]) for key, v in by.items())
 
 
 def _tail_head(eng, ks: list):
@@ -280,24 +278,27 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
     B = eng.B
     vcols = list(fam.vcols)
     tv = vcol(fam.tv)
-    seeds = []
-    for (pred, _), lp, O in fam.by_atom:
+    seeds, atoms = [], []
+    for a, ((pred, _), lp, _) in enumerate(fam.by_atom):
         F = D.get(pred)
         if F is None:
             continue
         # the shapes of one atom differ by their time offset only: the facts' bindings at
-        # offset 0, shifted to each shape's (one cross join for all of them)
+        # offset 0, shifted to each shape's
         _, V = seed_bindings(eng, replace(lp, toff=0), F)
         if V is None or B.is_empty(V):
             continue
-        V = B.join(B.select_cols(V, vcols), O, [], [], how="cross")
-        seeds.append(B.with_columns(V, {tv: B.col(tv) - B.col("_o")}))
+        seeds.append(B.select_cols(V, vcols))
+        atoms.append(a)
     if not seeds:
         return None
-    # a shape's facts give a binding once: the sum of the bits is their union
-    U = B.group_agg(B.select_cols(B.concat(seeds), vcols + ["_pd"]) if len(seeds) > 1 else
-                    B.select_cols(seeds[0], vcols + ["_pd"]), vcols,
-                    {"_pd": B.agg_sum(B.col("_pd"))}, scalar=True)
+    # every atom's bindings once per shape of it (its offset _o and bit _pd: one expansion
+    # for all atoms); a shape's facts give a binding once: the sum of the bits is their union
+    V = _expand(B, tagged(B, seeds, {"_atom": atoms}), ["_atom"], ["_o", "_pd"],
+                lambda a: fam.by_atom[a][2])
+    V = B.select(V, [B.col(c) for c in vcols if c != tv] +
+                 [B.alias(B.col(tv) - B.col("_o"), tv), B.col("_pd")])
+    U = B.group_agg(V, vcols, {"_pd": B.agg_sum(B.col("_pd"))}, scalar=True)
     cache: dict = {}
     pw = B.lit(0, INT)
     for s, lp in enumerate(fam.lits):
