@@ -218,11 +218,17 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         for k in names:
             parts = [d.cols[k] for d in dfs]
             kind = parts[0].k
-            if all(c.k == kind for c in parts):  # (the common case: one kind, no nulls)
-                if kind != NULL and all(c.m is None for c in parts):
-                    cols[k] = Col(np.concatenate([c.v for c in parts]), None, kind)
-                    continue
-            else:
+            same = plain = True
+            for c in parts:  # (a loop, not all() over generators: most calls are this)
+                if c.k != kind:
+                    same = plain = False
+                    break
+                if c.m is not None:
+                    plain = False
+            if plain and kind != NULL:  # (the common case: one kind, no nulls)
+                cols[k] = Col(np.concatenate([c.v for c in parts]), None, kind)
+                continue
+            if not same:
                 kind = next((c.k for c in parts if c.k != NULL), NULL)
             vs = []
             for c in parts:
