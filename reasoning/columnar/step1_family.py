@@ -34,7 +34,7 @@ class Family:
     offs: tuple  # per template: ((literal index, toff + δ), ...) of its positive literals
     lows: tuple  # per template: tv's least value (finish.py's time_lows)
     head: object = None  # the templates' one head when the tick's tail is done here (_tail)
-    # per atom of the shapes: ((pred, args), its first shape's literal, its shapes' (time
+    # per atom of the shapes: ((pred, args), its literal at offset 0, its shapes' (time
     # offset, bit))
     by_atom: tuple = field(default=(), compare=False)
     memo: dict = field(default_factory=dict, compare=False)  # the small tables' rows
@@ -110,13 +110,14 @@ class TailDone:
 
 
 def _by_atom(lits: list) -> tuple:
-    """The shapes grouped by predicate and arguments: per atom, its first shape's literal
-    and the shapes' (time offset, bit) (every shape's time is on the family's one time
+    """The shapes grouped by predicate and arguments: per atom, its literal at time offset
+    0 and the shapes' (time offset, bit) (every shape's time is on the family's one time
     variable: the atom's seed bindings at offset 0 shifted to each)."""
     by: dict = {}
     for s, lp in enumerate(lits):
         by.setdefault((lp.pred, lp.args), []).append((s, lp))
-    return tuple((key, v[0][1], [(lp.toff, 1 << s) for s, lp in v]) for key, v in by.items())
+    return tuple((key, replace(v[0][1], toff=0), [(lp.toff, 1 << s) for s, lp in v])
+                 for key, v in by.items())
 
 
 def _tail_head(eng, ks: list):
@@ -285,7 +286,7 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
             continue
         # the shapes of one atom differ by their time offset only: the facts' bindings at
         # offset 0, shifted to each shape's
-        _, V = seed_bindings(eng, replace(lp, toff=0), F)
+        _, V = seed_bindings(eng, lp, F)
         if V is None or B.is_empty(V):
             continue
         seeds.append(B.select_cols(V, vcols))

@@ -495,9 +495,11 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
     def materialize(self, df):
         if type(df) is SplitPart and df._sp is not None:
             shared = df._sp[0]  # not read yet: it stays so, on plain source columns
-            for _, c in shared.src or ():
-                if type(c) is LazyCol:
-                    c._fill()
+            if not shared.plain:
+                for _, c in shared.src or ():
+                    if type(c) is LazyCol:
+                        c._fill()
+                shared.plain = True
             return df
         for c in df.cols.values():  # a frame kept across ticks holds no source frame
             if type(c) is LazyCol:

@@ -130,10 +130,11 @@ class _Gathered:
     """A frame's columns gathered in one order, once, on the first read of any split part
     made from it (SplitPart): (name, values, nulls, kind) each."""
 
-    __slots__ = ("src", "order", "cols")
+    __slots__ = ("src", "order", "cols", "plain")
 
     def __init__(self, src: list, order: np.ndarray):
         self.src, self.order, self.cols = src, order, None
+        self.plain = False  # src holds no LazyCol (materialize made it so)
 
     def get(self) -> list:
         if self.cols is None:
