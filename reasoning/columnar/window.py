@@ -102,6 +102,10 @@ def admit(eng, D: dict, tau: int) -> None:
     """W ∪= the facts of D|τ that may still be matched as hypotheses (t + δ > τ)."""
     B = eng.B
     for p, d in D.items():
+        if eng.dplans[p].constant == 0 and B.cheap_checks:
+            top = B.col_max(d, "t")
+            if top is None or top <= tau:
+                continue  # δ = 0 for every instance and no fact after τ: none is admitted
         n = eng.edb[p] - 1
         # a fact's arguments are all bound: δ by the static plan (no per-row pattern);
         # t + δ by the fused kernel when the backend has it (ArraysBackend.deadlines)
