@@ -296,19 +296,26 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         nchunks = table.shape[1]
         flat = table.reshape(-1)
         row = index.take(df.cols[key].v) * (nchunks * 256)
+        done: dict = {}  # id(m) -> its column: an out whose other mask columns are all 0
         for name, srcs in outs.items():
             first = df.cols[srcs[0]]
             m = first.v
             for c in srcs[1:]:
                 col = df.cols[c]
-                m = m | (col.v if col.m is None else np.where(col.m, 0, col.v))
+                v = col.v if col.m is None else np.where(col.m, 0, col.v)
+                if v.any():  # (no W fact: the present shapes are the seeding ones)
+                    m = m | v
+            got = done.get(id(m))
+            if got is not None:
+                cols[name] = got
+                continue
             out = flat.take(row + (m & 255))
             for c in range(1, nchunks):
                 out |= flat.take(row + (c * 256 + ((m >> (8 * c)) & 255)))
             nulls = first.m
             if nulls is not None:
                 out[nulls] = 0
-            cols[name] = Col(out, nulls, INT)
+            cols[name] = done[id(m)] = Col(out, nulls, INT)
         return Frame(cols, df.n)
 
     def span_by_key(self, df, key: str, keys: tuple, offs: tuple, lows: tuple, ev: str,
