@@ -33,7 +33,7 @@ ENGINES = ("row", "columnar", "auto")
 # The templates the columnar executor's step 1 evaluates together (columnar/step1_family.py:
 # a window program's unfolding) cost about as much as FAMILY_TEMPLATES of them alone (`w1`'s
 # 9 and `w2`'s 25 in one family: a 2.5 and 2.9 ms tick at 36 facts a slice when it was set;
-# 1.2 and 1.4 ms since the family's tail runs on its table — docs/performance.md).
+# about 1.0 ms each since the family's tail and byte tables — docs/performance.md).
 AUTO_THRESHOLD = 300
 AUTO_MIN = 20
 AUTO_PER_LITERAL = 240
