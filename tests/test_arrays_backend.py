@@ -811,3 +811,39 @@ def test_span_by_key_is_finish_s_look_up_per_template_and_evidence(tpls, rows):
            canon(A, A.span_by_key(A.from_rows(recs, sch), "_tid", fam.tids, fam.offs,
                                   fam.lows, "ev", names))]
     assert got[0] == got[1]
+
+
+@settings(max_examples=budget(150), deadline=None)
+@given(st.lists(st.lists(st.integers(0, 11), max_size=6), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.sampled_from("abc"), st.integers(0, 4),
+                          st.integers(0, 63), st.booleans(),
+                          st.one_of(st.none(), st.integers(0, 8))), max_size=30),
+       st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 4),
+                          st.integers(0, (1 << 12) - 1), st.integers(0, (1 << 12) - 1)),
+                max_size=12, unique_by=lambda u: u[:2]),
+       st.integers(0, 6))
+def test_wake_family_is_the_join_look_ups_and_filters(shapes, arows, urows, tau):
+    """wake_family (step1_family's wake-up on the arrays backend: one pass) against the
+    generic left join with the bindings, per-(template, shapes) bits and filters on
+    Polars: the same kept and woken rows (nulls in exp, nogoods, unmatched rows)."""
+    from types import SimpleNamespace
+
+    from reasoning.columnar.layout import META_KINDS
+    from reasoning.columnar.step1_family import Family, _wake
+
+    masks = [{s: sum(1 << j for j, x in enumerate(sh) if x == s) for s in set(sh)}
+             for sh in shapes]
+    tids = tuple(2 * n + 1 for n in range(len(masks)))
+    fam = Family(tids, ("v0", "v1"), 0, (), tuple(masks), (), ())
+    sch = {"_tid": INT, "v0": INT, "v1": OBJ, **META_KINDS}
+    recs = [{"_tid": tids[n % len(tids)], "v0": t, "v1": x, "ev": ev,
+             "ng": ["0:a"] if ng else [], "exp": exp, "dlp": exp, "unb": False, "born": 0}
+            for n, x, t, ev, ng, exp in arows]
+    urecs = [{"v1": x, "v0": t, "_pd": pd, "_pw": pw} for x, t, pd, pw in urows]
+    usch = {"v1": OBJ, "v0": INT, "_pd": INT, "_pw": INT}
+    got = []
+    for B in (P, A):
+        kept, woken = _wake(SimpleNamespace(B=B), fam, B.from_rows(recs, sch),
+                            B.from_rows(urecs, usch), tau)
+        got.append((canon(B, kept), canon(B, woken)))
+    assert got[0] == got[1]

@@ -146,24 +146,14 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     U = _bindings(eng, fam, D, window)
     # the ground partitions' rows, one table
     A, ptids = _table(eng, fam)
-    live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
     E = kept = None
     if A is not None:
         if U is not None:
-            # a row's template bits of the seeded shapes (smask) and of the present ones
-            J = _by_pair(eng, fam, B.join(A, U, vcols, vcols, how="left"))
-            hit = B.not_null(B.col("smask")) & (
-                B.bit_and(B.col("smask"), B.bit_not(B.col("ev"))) != B.lit(0, INT))
-            pri = (B.col("ev") == B.lit(0, INT)) & (B.list_len(B.col("ng")) == B.lit(0, INT))
-            J = B.materialize(B.with_columns(J, {"_hit": hit, "_pri": pri}))
-            kept = B.select_cols(B.filter(J, (~B.col("_hit")) & live), ["_tid"] + vcols + meta)
-            E = B.filter(J, B.col("_hit") & (~B.col("_pri")))
-            E = B.select(E, [B.col(c) for c in ["_tid"] + vcols] + [
-                B.alias(B.bit_or(B.col("ev"), B.col("pbits")), "ev"), B.col("ng")])
+            kept, E = _wake(eng, fam, A, U, tau)
             if B.is_empty(E):
                 E = None
         else:
-            kept = B.filter(A, live)
+            kept = B.filter(A, B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT)))
     rows = [] if E is None else [_finish(eng, fam, E, tau)]
     if U is not None:
         rows.append(_seeded(eng, fam, U, tau))
@@ -213,6 +203,30 @@ def step1_family(eng, fam: Family, D: dict, window: dict, tau: int, put) -> None
     if tail:  # the table after forgetting (its definite rows, all new: F), for the next tick
         eng.fam_tables[fam.tids] = (B.materialize(B.select_cols(T, vcols + meta + ["_tid"])),
                                     frames)
+
+
+def _wake(eng, fam: Family, A, U, tau: int):
+    """step1_full's wake-up of the family's table A by D|τ's bindings U: (kept — the rows
+    no seeding shape hits with a bit they lack, whose open literals may still arrive —,
+    woken — the hit rows that are not pristine, ev with the present shapes' bits, to be
+    finished): a left join and a row's template bits of the seeded shapes (smask) and of
+    the present ones (pbits) — on the arrays backend in one pass (wake_family)."""
+    B = eng.B
+    vcols = list(fam.vcols)
+    cols = ["_tid"] + vcols + list(META_KINDS)
+    own = getattr(B, "wake_family", None)
+    if own is not None:
+        return own(A, U, vcols, fam.tids, fam.masks, tau, cols)
+    J = _by_pair(eng, fam, B.join(A, U, vcols, vcols, how="left"))
+    hit = B.not_null(B.col("smask")) & (
+        B.bit_and(B.col("smask"), B.bit_not(B.col("ev"))) != B.lit(0, INT))
+    pri = (B.col("ev") == B.lit(0, INT)) & (B.list_len(B.col("ng")) == B.lit(0, INT))
+    live = B.is_null(B.col("exp")) | (B.col("exp") > B.lit(tau, INT))
+    J = B.materialize(B.with_columns(J, {"_hit": hit, "_pri": pri}))
+    kept = B.select_cols(B.filter(J, (~B.col("_hit")) & live), cols)
+    E = B.filter(J, B.col("_hit") & (~B.col("_pri")))
+    return kept, B.select(E, [B.col(c) for c in ["_tid"] + vcols] + [
+        B.alias(B.bit_or(B.col("ev"), B.col("pbits")), "ev"), B.col("ng")])
 
 
 def _table(eng, fam: Family):

@@ -35,7 +35,7 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
     def __init__(self, threads: Optional[int] = None):
         self.sym, self.lst = _SYM, _LST
         # id(δ table) -> (table, its dense array): _dense_delays; id(masks) -> (masks, its
-        # byte tables): _byte_table
+        # byte tables): domain.py's _byte_table and _span_tables
         self._dense_memo: dict = {}
         kernels.warm()
 
@@ -285,118 +285,6 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
             v, nulls = _int_values([t[i] for t in vals])
             cols[c] = Col(v.take(gid), None if nulls is None else nulls.take(gid), INT)
         return Frame(cols, df.n)
-
-    def bits_by_key(self, df, key: str, keys: tuple, masks: tuple, outs: dict):
-        """df with INT columns name = the union of masks[i][s] over the bits s of m, i the
-        row's key's place in keys and m the union of the mask columns outs[name] (null
-        where the first is): step1_family's literal bits of a template's shapes, looked
-        up a byte of m at a time in a table made once per `masks`."""
-        index, table = self._byte_table(keys, masks)
-        cols = dict(df.cols)
-        nchunks = table.shape[1]
-        flat = table.reshape(-1)
-        row = index.take(df.cols[key].v) * (nchunks * 256)
-        done: dict = {}  # id(m) -> its column: an out whose other mask columns are all 0
-        for name, srcs in outs.items():
-            first = df.cols[srcs[0]]
-            m = first.v
-            for c in srcs[1:]:
-                col = df.cols[c]
-                v = col.v if col.m is None else np.where(col.m, 0, col.v)
-                if v.any():  # (no W fact: the present shapes are the seeding ones)
-                    m = m | v
-            got = done.get(id(m))
-            if got is not None:
-                cols[name] = got
-                continue
-            out = flat.take(row + (m & 255))
-            for c in range(1, nchunks):
-                out |= flat.take(row + (c * 256 + ((m >> (8 * c)) & 255)))
-            nulls = first.m
-            if nulls is not None:
-                out[nulls] = 0
-            cols[name] = done[id(m)] = Col(out, nulls, INT)
-        return Frame(cols, df.n)
-
-    def span_by_key(self, df, key: str, keys: tuple, offs: tuple, lows: tuple, ev: str,
-                    names: list):
-        """df with INT columns names = (the least and the greatest c over the pairs (j, c)
-        of offs[i] whose bit j is not in the row's `ev` — null if none —, lows[i]), i the
-        row's key's place in keys: finish's deadline offsets of a family's woken rows,
-        looked up a byte of ev at a time in tables made once per `offs`."""
-        index, tmin, tmax = self._span_tables(keys, offs)
-        nchunks = tmin.shape[1]
-        fmin, fmax = tmin.reshape(-1), tmax.reshape(-1)
-        at0 = index.take(df.cols[key].v)
-        row = at0 * (nchunks * 256)
-        open_ = ~df.cols[ev].v
-        big = np.iinfo(np.int64).max
-        at = row + (open_ & 255)
-        lo, hi = fmin.take(at), fmax.take(at)
-        for c in range(1, nchunks):
-            at = row + (c * 256 + ((open_ >> (8 * c)) & 255))
-            np.minimum(lo, fmin.take(at), out=lo)
-            np.maximum(hi, fmax.take(at), out=hi)
-        none = lo == big
-        m = none if none.any() else None
-        if m is not None:
-            lo[none] = 0
-            hi[none] = 0
-        cols = dict(df.cols)
-        cols[names[0]] = Col(lo, m, INT)
-        cols[names[1]] = Col(hi, None if m is None else m.copy(), INT)
-        cols[names[2]] = Col(np.asarray(lows, np.int64).take(at0), None, INT)
-        return Frame(cols, df.n)
-
-    def _span_tables(self, keys: tuple, offs: tuple) -> tuple:
-        """(key → its row, [row, chunk c, byte v] → the least / greatest value of offs[row]
-        at the bits 8c + i of v, ±max int64 if none), kept while `offs` lives."""
-        memo = self._dense_memo
-        got = memo.get(id(offs))
-        if got is None or got[0] is not offs:
-            big = np.iinfo(np.int64).max
-            width = max((j for o in offs for j, _ in o), default=0) + 1
-            nchunks = (width + 7) // 8
-            sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
-            tabs = []
-            for fill, red in ((big, np.minimum), (-big, np.maximum)):
-                base = np.full((len(keys), nchunks * 8), fill, np.int64)
-                for n, o in enumerate(offs):
-                    for j, c in o:
-                        base[n, j] = c
-                t = np.empty((len(keys), nchunks, 256), np.int64)
-                for c in range(nchunks):
-                    part = base[:, 8 * c:8 * c + 8]
-                    t[:, c, :] = red.reduce(np.where(sel[None, :, :], part[:, None, :], fill),
-                                            axis=2)
-                tabs.append(t)
-            index = np.full(max(keys) + 1, -1, np.int64)
-            index[list(keys)] = np.arange(len(keys))
-            got = memo[id(offs)] = (offs, (index, *tabs))
-        return got[1]
-
-    def _byte_table(self, keys: tuple, masks: tuple) -> tuple:
-        """(key → its row, [row, chunk c, byte v] → the union of masks[row][8c + i] over
-        the bits i of v), kept while `masks` lives."""
-        memo = self._dense_memo
-        got = memo.get(id(masks))
-        if got is None or got[0] is not masks:
-            width = max((s for m in masks for s in m), default=0) + 1
-            nchunks = (width + 7) // 8
-            base = np.zeros((len(keys), nchunks * 8), np.int64)
-            for n, m in enumerate(masks):
-                for s, b in m.items():
-                    base[n, s] = b
-            sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
-            table = np.zeros((len(keys), nchunks, 256), np.int64)
-            for c in range(nchunks):
-                part = base[:, 8 * c:8 * c + 8]  # [row, bit]
-                table[:, c, :] = np.bitwise_or.reduce(
-                    np.where(sel[None, :, :], part[:, None, :], 0), axis=2)
-            index = np.full(max(keys) + 1, -1, np.int64)
-            index[list(keys)] = np.arange(len(keys))
-            got = memo[id(masks)] = (masks, (index, table))
-        return got[1]
 
     def expand_keys(self, df, keys: list, names: list, fn):
         """Each row of df once per tuple of fn(*its key values) (a list of tuples; None:
