@@ -736,34 +736,6 @@ def test_map_and_expand_keys_are_the_join_with_a_table_of_the_keys(rs, two):
         assert got[0] == got[1]
 
 
-@settings(max_examples=budget(150), deadline=None)
-@given(st.lists(st.lists(st.integers(0, 20), max_size=8), min_size=1, max_size=5),
-       st.lists(st.tuples(st.integers(0, 4), st.one_of(st.none(), st.integers(0, (1 << 21) - 1)),
-                          st.integers(0, (1 << 21) - 1)), max_size=40))
-def test_bits_by_key_is_the_family_look_up_per_template_and_mask(masks, rows):
-    """bits_by_key (step1_family._by_pair on the arrays backend: a template's literal bits
-    of a set of shapes, a byte of the set at a time) against the generic look-up per
-    distinct (template, seeding shapes, present shapes) on Polars; unseeded rows null."""
-    from types import SimpleNamespace
-
-    from reasoning.columnar.layout import INT
-    from reasoning.columnar.step1_family import Family, _by_pair
-
-    # a template's literal j is of shape shapes[j]: its shapes' bits are disjoint
-    masks = [{s: sum(1 << j for j, x in enumerate(shapes) if x == s) for s in set(shapes)}
-             for shapes in masks]
-    tids = tuple(3 * n + 1 for n in range(len(masks)))
-    fam = Family(tids, (), 0, (), tuple(masks), (), ())
-    recs = [{"_tid": tids[n % len(tids)], "_pd": pd, "_pw": None if pd is None else pw}
-            for n, pd, pw in rows]
-    sch = {"_tid": INT, "_pd": INT, "_pw": INT}
-    got = []
-    for B in (P, A):
-        df = _by_pair(SimpleNamespace(B=B), fam, B.from_rows(recs, sch))
-        got.append(canon(B, df))
-    assert got[0] == got[1]
-
-
 @OPS
 @given(rows, st.lists(st.integers(-2, 3), unique=True, max_size=4), st.booleans(),
        st.booleans())

@@ -339,9 +339,6 @@ def _by_pair(eng, fam: Family, J):
     not seeded) with their template's `smask` (the seeding literals, E' ∩ D|τ) and
     `pbits` (E' ∩ (D|τ ∪ W)), as step1_full's join with its seeded rows gives them."""
     B = eng.B
-    own = getattr(B, "bits_by_key", None)
-    if own is not None:
-        return own(J, "_tid", fam.tids, fam.masks, {"smask": ["_pd"], "pbits": ["_pd", "_pw"]})
     memo = _memo(fam, "pair")
     pos = {k: n for n, k in enumerate(fam.tids)}
 

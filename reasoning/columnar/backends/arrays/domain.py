@@ -187,38 +187,6 @@ class DomainOps:
         equal): a mask, for callers that keep frames of their own aligned with these."""
         return _member_mask([left.cols[k] for k in keys], [right.cols[k] for k in keys], True)
 
-    def bits_by_key(self, df, key: str, keys: tuple, masks: tuple, outs: dict):
-        """df with INT columns name = the union of masks[i][s] over the bits s of m, i the
-        row's key's place in keys and m the union of the mask columns outs[name] (null
-        where the first is): step1_family's literal bits of a template's shapes, looked
-        up a byte of m at a time in a table made once per `masks`."""
-        index, table = self._byte_table(keys, masks)
-        cols = dict(df.cols)
-        nchunks = table.shape[1]
-        flat = table.reshape(-1)
-        row = index.take(df.cols[key].v) * (nchunks * 256)
-        done: dict = {}  # id(m) -> its column: an out whose other mask columns are all 0
-        for name, srcs in outs.items():
-            first = df.cols[srcs[0]]
-            m = first.v
-            for c in srcs[1:]:
-                col = df.cols[c]
-                v = col.v if col.m is None else np.where(col.m, 0, col.v)
-                if v.any():  # (no W fact: the present shapes are the seeding ones)
-                    m = m | v
-            got = done.get(id(m))
-            if got is not None:
-                cols[name] = got
-                continue
-            out = flat.take(row + (m & 255))
-            for c in range(1, nchunks):
-                out |= flat.take(row + (c * 256 + ((m >> (8 * c)) & 255)))
-            nulls = first.m
-            if nulls is not None:
-                out[nulls] = 0
-            cols[name] = done[id(m)] = Col(out, nulls, INT)
-        return Frame(cols, df.n)
-
     def span_by_key(self, df, key: str, keys: tuple, offs: tuple, lows: tuple, ev: str,
                     names: list):
         """df with INT columns names = (the least and the greatest c over the pairs (j, c)
@@ -278,7 +246,8 @@ class DomainOps:
 
     def _byte_table(self, keys: tuple, masks: tuple) -> tuple:
         """(key → its row, [row, chunk c, byte v] → the union of masks[row][8c + i] over
-        the bits i of v), kept while `masks` lives."""
+        the bits i of v: a template's literal bits of a set of shapes, a byte of the set
+        at a time), kept while `masks` lives."""
         memo = self._dense_memo
         got = memo.get(id(masks))
         if got is None or got[0] is not masks:
@@ -305,8 +274,8 @@ class DomainOps:
         shapes) in one pass: (kept — the rows no seeding shape hits with a bit they lack,
         whose open literals may still arrive (exp null or > τ), columns `cols` —, woken —
         the hit rows that are not pristine (no evidence, no nogood), columns `_tid`, keys,
-        ev with the present shapes' bits, ng); the bits of a template's shapes by the byte
-        table of bits_by_key.  The left join, look-ups and filters step1_family makes as
+        ev with the present shapes' bits, ng); the bits of a template's shapes by a byte
+        table (_byte_table).  The left join, look-ups and filters step1_family makes as
         separate operations on other backends."""
         n = A.n
         (L, okl), (R, okr) = _keymats([[A.cols[k] for k in keys], [U.cols[k] for k in keys]])
