@@ -819,3 +819,20 @@ def test_wake_family_is_the_join_look_ups_and_filters(shapes, arows, urows, tau)
                             B.from_rows(urecs, usch), tau)
         got.append((canon(B, kept), canon(B, woken)))
     assert got[0] == got[1]
+
+
+@settings(max_examples=budget(150), deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", None]),
+                                             st.integers(0, 9)), max_size=5),
+                          st.lists(st.tuples(st.integers(-3, 3), st.integers(1, 1 << 20)),
+                                   min_size=1, max_size=4)), min_size=1, max_size=3))
+def test_shifted_moves_each_binding_to_each_shape_of_its_atom(atoms):
+    """shifted (step1_family._bindings on the arrays backend): every row of an atom's seed
+    bindings once per (offset, bit) of its shapes, the time less the offset — as the rows
+    written out one by one."""
+    sch = {"v0": INT, "v1": OBJ}
+    dfs = [A.from_rows([{"v0": t, "v1": x} for x, t in rows], sch) for rows, _ in atoms]
+    got = A.shifted(dfs, "v0", [sh for _, sh in atoms], ["v0", "v1"])
+    want = [(t - o, x, b) for rows, sh in atoms for x, t in rows for o, b in sh]
+    assert sorted(((r["v0"], r["v1"], r["_pd"]) for r in A.rows(got)), key=repr) == \
+        sorted(want, key=repr)

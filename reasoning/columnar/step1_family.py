@@ -309,10 +309,14 @@ def _bindings(eng, fam: Family, D: dict, window: dict):
         return None
     # every atom's bindings once per shape of it (its offset _o and bit _pd: one expansion
     # for all atoms); a shape's facts give a binding once: the sum of the bits is their union
-    V = _expand(B, tagged(B, seeds, {"_atom": atoms}), ["_atom"], ["_o", "_pd"],
-                lambda a: fam.by_atom[a][2])
-    V = B.select(V, [B.col(c) for c in vcols if c != tv] +
-                 [B.alias(B.col(tv) - B.col("_o"), tv), B.col("_pd")])
+    own = getattr(B, "shifted", None)
+    if own is not None:  # (the arrays backend: repeated and shifted in one step)
+        V = own(seeds, tv, [fam.by_atom[a][2] for a in atoms], vcols)
+    else:
+        V = _expand(B, tagged(B, seeds, {"_atom": atoms}), ["_atom"], ["_o", "_pd"],
+                    lambda a: fam.by_atom[a][2])
+        V = B.select(V, [B.col(c) for c in vcols if c != tv] +
+                     [B.alias(B.col(tv) - B.col("_o"), tv), B.col("_pd")])
     U = B.group_agg(V, vcols, {"_pd": B.agg_sum(B.col("_pd"))}, scalar=True)
     cache: dict = {}
     pw = B.lit(0, INT)

@@ -319,3 +319,31 @@ class DomainOps:
         wcols["ev"] = Col(ev.take(woke) | bits(row.take(woke), m), None, INT)
         wcols["ng"] = A.cols["ng"].gather_later(woke)
         return kept, Frame(wcols, woke.size)
+
+    def shifted(self, dfs: list, tv: str, shapes: list, cols: list):
+        """dfs one under another, each row once per (offset, bit) of shapes[i] (dfs[i]'s),
+        with tv less the offset and `_pd` the bit — columns cols and `_pd`: a family's seed
+        bindings at offset 0 moved to each shape of their atom."""
+        parts: dict = {c: [] for c in cols}
+        pds = []
+        for df, sh in zip(dfs, shapes):
+            k, n = len(sh), df.n
+            offs = np.fromiter((o for o, _ in sh), np.int64, k)
+            bits = np.fromiter((b for _, b in sh), np.int64, k)
+            for c in cols:
+                col = df.cols[c]
+                v = np.repeat(col.v, k)
+                if c == tv:
+                    v = v - np.tile(offs, n)
+                parts[c].append((v, None if col.m is None else np.repeat(col.m, k), col.k))
+            pds.append(np.tile(bits, n))
+        out = {}
+        for c in cols:
+            ps = parts[c]
+            m = None
+            if any(p[1] is not None for p in ps):
+                m = np.concatenate([p[1] if p[1] is not None else np.zeros(p[0].size, bool)
+                                    for p in ps])
+            out[c] = Col(np.concatenate([p[0] for p in ps]), m, ps[0][2])
+        out["_pd"] = Col(np.concatenate(pds), None, INT)
+        return Frame(out, out["_pd"].v.size)
