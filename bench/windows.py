@@ -203,6 +203,7 @@ def run_family(n: int, seed: int, hi_max: int, constants: int, ticks: int) -> in
             compile_program(text, "f.tdl", modular="never")
         except ProgramError:
             stats["refused unfolded"] += 1
+        gc.collect()  # (the previous program's garbage is not this one's, as in _warm)
         t0 = time.perf_counter()
         try:
             cp = compile_program(text, "f.tdl")
@@ -214,6 +215,7 @@ def run_family(n: int, seed: int, hi_max: int, constants: int, ticks: int) -> in
         stats["kept"] += bool(cp.modular)
         fs = [(e, f"c{i}", t) for t in range(ticks) for e in EDB[:2] for i in range(constants)
               if rnd.random() < 0.6]
+        gc.collect()
         t0 = time.perf_counter()
         _, got = _run_until(cp, fs, ticks + 4 * (hi_max + 1) + 4)
         worst_run = max(worst_run, time.perf_counter() - t0)
