@@ -713,10 +713,10 @@ def test_strings_interned_through_signatures_get_their_ids(xs):
 
 @settings(max_examples=budget(150), deadline=None)
 @given(rrows, st.booleans())
-def test_map_and_expand_keys_are_the_join_with_a_table_of_the_keys(rs, two):
-    """map_keys / expand_keys (step1_family's look-ups per distinct key) against the
-    generic path (Polars: a table of fn's values joined back), as sets of rows: fn of the keys
-    gives None, one tuple or several (INT keys, nulls among them)."""
+def test_by_table_and_expand_keys_are_the_join_with_a_table_of_the_keys(rs, two):
+    """step1_family's look-ups per distinct key — _by_table (a table of fn's values joined
+    back, on both backends) and expand_keys — against the generic path on Polars, as sets
+    of rows: fn of the keys gives None, one tuple or several (INT keys, nulls among them)."""
     from reasoning.columnar.step1_family import _by_table, _expand
 
     keys = ["y2", "z"] if two else ["z"]

@@ -434,10 +434,8 @@ def _expand(B, df, keys: list, names: list, fn):
 
 def _by_table(B, df, keys, names: list, fn):
     """df with columns `names` = fn(*key values) (a tuple; None: null), looked up in a
-    table of df's distinct key tuples (hundreds where df has thousands of rows)."""
-    own = getattr(B, "map_keys", None)
-    if own is not None:
-        return own(df, keys, names, fn)
+    table of df's distinct key tuples (hundreds where df has thousands of rows; the arrays
+    backend has fused operations instead: wake_family, span_by_key)."""
     U = B.unique(B.select_cols(df, keys))
     kv = [B.column_list(U, c) for c in keys]
     vals = list(zip(*map(fn, *kv))) or [() for _ in names]

@@ -270,22 +270,6 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
         shared = _Gathered([(k, src[k]) for k in (src if cols is None else cols)], order)
         return {t: SplitPart(shared, a, b) for t, a, b in zip(values, lo.tolist(), hi.tolist())}
 
-    def map_keys(self, df, keys: list, names: list, fn):
-        """df with INT columns `names` = fn(*the row's key values) (a tuple; None: null),
-        fn called once per distinct key (step1_family's per-(template, mask) look-ups: the
-        group ids gather the values, no table built and joined)."""
-        cols = dict(df.cols)
-        if df.n == 0:
-            for c in names:
-                cols[c] = Col(np.zeros(0, np.int64), None, INT)
-            return Frame(cols, 0)
-        gid, first = self._groups(df, keys)
-        vals = list(map(fn, *(_decode(df.cols[k].take(first)) for k in keys)))
-        for i, c in enumerate(names):
-            v, nulls = _int_values([t[i] for t in vals])
-            cols[c] = Col(v.take(gid), None if nulls is None else nulls.take(gid), INT)
-        return Frame(cols, df.n)
-
     def expand_keys(self, df, keys: list, names: list, fn):
         """Each row of df once per tuple of fn(*its key values) (a list of tuples; None:
         null), with INT columns `names` = the tuple, in df's order (an inner join with the
