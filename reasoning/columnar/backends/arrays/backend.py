@@ -34,8 +34,8 @@ class ArraysBackend(Expressions, DomainOps, Sweeping, PolarsFrames, InProcessFra
 
     def __init__(self, threads: Optional[int] = None):
         self.sym, self.lst = _SYM, _LST
-        # id(δ table) -> (table, its dense array): _dense_delays; id(masks) -> (masks, its
-        # byte tables): domain.py's _byte_table and _span_tables
+        # id(δ table) -> (table, its dense array): _dense_delays; (id(entries), fill) ->
+        # (entries, index and byte table): domain.py's _byte_table
         self._dense_memo: dict = {}
         kernels.warm()
 

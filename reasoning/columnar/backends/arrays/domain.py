@@ -193,19 +193,13 @@ class DomainOps:
         of offs[i] whose bit j is not in the row's `ev` — null if none —, lows[i]), i the
         row's key's place in keys: finish's deadline offsets of a family's woken rows,
         looked up a byte of ev at a time in tables made once per `offs`."""
-        index, tmin, tmax = self._span_tables(keys, offs)
-        nchunks = tmin.shape[1]
-        fmin, fmax = tmin.reshape(-1), tmax.reshape(-1)
-        at0 = index.take(df.cols[key].v)
-        row = at0 * (nchunks * 256)
-        open_ = ~df.cols[ev].v
         big = np.iinfo(np.int64).max
-        at = row + (open_ & 255)
-        lo, hi = fmin.take(at), fmax.take(at)
-        for c in range(1, nchunks):
-            at = row + (c * 256 + ((open_ >> (8 * c)) & 255))
-            np.minimum(lo, fmin.take(at), out=lo)
-            np.maximum(hi, fmax.take(at), out=hi)
+        index, tmin = self._byte_table(keys, offs, big, np.minimum)
+        _, tmax = self._byte_table(keys, offs, -big, np.maximum)
+        at0 = index.take(df.cols[key].v)
+        open_ = ~df.cols[ev].v
+        lo = _by_bytes(tmin, at0, open_, np.minimum)
+        hi = _by_bytes(tmax, at0, open_, np.maximum)
         none = lo == big
         m = none if none.any() else None
         if m is not None:
@@ -217,55 +211,30 @@ class DomainOps:
         cols[names[2]] = Col(np.asarray(lows, np.int64).take(at0), None, INT)
         return Frame(cols, df.n)
 
-    def _span_tables(self, keys: tuple, offs: tuple) -> tuple:
-        """(key → its row, [row, chunk c, byte v] → the least / greatest value of offs[row]
-        at the bits 8c + i of v, ±max int64 if none), kept while `offs` lives."""
+    def _byte_table(self, keys: tuple, entries: tuple, fill: int, red) -> tuple:
+        """(key → its row, [row, chunk c, byte v] → red over the values at the bits 8c + i
+        of v among entries[row] (pairs (bit, value), or a dict of them; fill if none)),
+        kept while `entries` lives: a look-up per set of bits, a byte of the set at a time
+        (_by_bytes)."""
         memo = self._dense_memo
-        got = memo.get(id(offs))
-        if got is None or got[0] is not offs:
-            big = np.iinfo(np.int64).max
-            width = max((j for o in offs for j, _ in o), default=0) + 1
+        got = memo.get((id(entries), fill))
+        if got is None or got[0] is not entries:
+            pairs = [list(e.items()) if isinstance(e, dict) else list(e) for e in entries]
+            width = max((j for e in pairs for j, _ in e), default=0) + 1
             nchunks = (width + 7) // 8
+            base = np.full((len(keys), nchunks * 8), fill, np.int64)
+            for n, e in enumerate(pairs):
+                for j, x in e:
+                    base[n, j] = x
             sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
-            tabs = []
-            for fill, red in ((big, np.minimum), (-big, np.maximum)):
-                base = np.full((len(keys), nchunks * 8), fill, np.int64)
-                for n, o in enumerate(offs):
-                    for j, c in o:
-                        base[n, j] = c
-                t = np.empty((len(keys), nchunks, 256), np.int64)
-                for c in range(nchunks):
-                    part = base[:, 8 * c:8 * c + 8]
-                    t[:, c, :] = red.reduce(np.where(sel[None, :, :], part[:, None, :], fill),
-                                            axis=2)
-                tabs.append(t)
-            index = np.full(max(keys) + 1, -1, np.int64)
-            index[list(keys)] = np.arange(len(keys))
-            got = memo[id(offs)] = (offs, (index, *tabs))
-        return got[1]
-
-    def _byte_table(self, keys: tuple, masks: tuple) -> tuple:
-        """(key → its row, [row, chunk c, byte v] → the union of masks[row][8c + i] over
-        the bits i of v: a template's literal bits of a set of shapes, a byte of the set
-        at a time), kept while `masks` lives."""
-        memo = self._dense_memo
-        got = memo.get(id(masks))
-        if got is None or got[0] is not masks:
-            width = max((s for m in masks for s in m), default=0) + 1
-            nchunks = (width + 7) // 8
-            base = np.zeros((len(keys), nchunks * 8), np.int64)
-            for n, m in enumerate(masks):
-                for s, b in m.items():
-                    base[n, s] = b
-            sel = ((np.arange(256)[:, None] >> np.arange(8)) & 1) == 1  # [byte, bit]
-            table = np.zeros((len(keys), nchunks, 256), np.int64)
+            table = np.empty((len(keys), nchunks, 256), np.int64)
             for c in range(nchunks):
                 part = base[:, 8 * c:8 * c + 8]  # [row, bit]
-                table[:, c, :] = np.bitwise_or.reduce(
-                    np.where(sel[None, :, :], part[:, None, :], 0), axis=2)
+                table[:, c, :] = red.reduce(np.where(sel[None, :, :], part[:, None, :], fill),
+                                            axis=2)
             index = np.full(max(keys) + 1, -1, np.int64)
             index[list(keys)] = np.arange(len(keys))
-            got = memo[id(masks)] = (masks, (index, table))
+            got = memo[(id(entries), fill)] = (entries, (index, table))
         return got[1]
 
     def wake_family(self, A, U, keys: list, tids: tuple, masks: tuple, tau: int, cols: list):
@@ -291,18 +260,10 @@ class DomainOps:
             pd[miss] = 0
         else:
             pd = np.zeros(n, np.int64)
-        index, table = self._byte_table(tids, masks)
-        nchunks = table.shape[1]
-        flat = table.reshape(-1)
-        row = index.take(A.cols["_tid"].v) * (nchunks * 256)
-
-        def bits(at, m):
-            out = flat.take(at + (m & 255))
-            for c in range(1, nchunks):
-                out |= flat.take(at + (c * 256 + ((m >> (8 * c)) & 255)))
-            return out
+        index, table = self._byte_table(tids, masks, 0, np.bitwise_or)
+        row = index.take(A.cols["_tid"].v)
         ev = A.cols["ev"].v
-        hit = (bits(row, pd) & ~ev) != 0
+        hit = (_by_bytes(table, row, pd, np.bitwise_or) & ~ev) != 0
         exp = A.cols["exp"]
         live = exp.v > tau if exp.m is None else exp.m | (exp.v > tau)
         pri = (ev == 0) & (self._eval(A, self.list_len(self.col("ng"))).v == 0)
@@ -316,7 +277,8 @@ class DomainOps:
             w = pw.v.take(rs.take(woke))
             m = m | (w if pw.m is None else np.where(pw.m.take(rs.take(woke)), 0, w))
         wcols = {c: A.cols[c].gather_later(woke) for c in ["_tid"] + list(keys)}
-        wcols["ev"] = Col(ev.take(woke) | bits(row.take(woke), m), None, INT)
+        wcols["ev"] = Col(ev.take(woke) | _by_bytes(table, row.take(woke), m, np.bitwise_or),
+                          None, INT)
         wcols["ng"] = A.cols["ng"].gather_later(woke)
         return kept, Frame(wcols, woke.size)
 
@@ -347,3 +309,14 @@ class DomainOps:
             out[c] = Col(np.concatenate([p[0] for p in ps]), m, ps[0][2])
         out["_pd"] = Col(np.concatenate(pds), None, INT)
         return Frame(out, out["_pd"].v.size)
+
+
+def _by_bytes(table: np.ndarray, row: np.ndarray, m: np.ndarray, red) -> np.ndarray:
+    """red over the byte chunks c of m of table[row, c, byte c of m] (_byte_table's)."""
+    nchunks = table.shape[1]
+    flat = table.reshape(-1)
+    at = row * (nchunks * 256)
+    out = flat.take(at + (m & 255))
+    for c in range(1, nchunks):
+        red(out, flat.take(at + (c * 256 + ((m >> (8 * c)) & 255))), out=out)
+    return out
