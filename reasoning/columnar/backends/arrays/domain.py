@@ -286,30 +286,20 @@ class DomainOps:
         """dfs one under another, each row once per (offset, bit) of shapes[i] (dfs[i]'s),
         with tv less the offset and `_pd` the bit — columns cols and `_pd`: a family's seed
         bindings at offset 0 moved to each shape of their atom."""
-        parts: dict = {c: [] for c in cols}
-        pds = []
+        parts = []
         for df, sh in zip(dfs, shapes):
             k, n = len(sh), df.n
-            offs = np.fromiter((o for o, _ in sh), np.int64, k)
-            bits = np.fromiter((b for _, b in sh), np.int64, k)
+            out = {}
             for c in cols:
                 col = df.cols[c]
                 v = np.repeat(col.v, k)
                 if c == tv:
-                    v = v - np.tile(offs, n)
-                parts[c].append((v, None if col.m is None else np.repeat(col.m, k), col.k))
-            pds.append(np.tile(bits, n))
-        out = {}
-        for c in cols:
-            ps = parts[c]
-            m = None
-            if any(p[1] is not None for p in ps):
-                m = np.concatenate([p[1] if p[1] is not None else np.zeros(p[0].size, bool)
-                                    for p in ps])
-            out[c] = Col(np.concatenate([p[0] for p in ps]), m, ps[0][2])
-        out["_pd"] = Col(np.concatenate(pds), None, INT)
-        return Frame(out, out["_pd"].v.size)
-
+                    v = v - np.tile(np.fromiter((o for o, _ in sh), np.int64, k), n)
+                out[c] = Col(v, None if col.m is None else np.repeat(col.m, k), col.k)
+            out["_pd"] = Col(np.tile(np.fromiter((b for _, b in sh), np.int64, k), n), None,
+                             INT)
+            parts.append(Frame(out, n * k))
+        return self.concat(parts)
 
 def _by_bytes(table: np.ndarray, row: np.ndarray, m: np.ndarray, red) -> np.ndarray:
     """red over the byte chunks c of m of table[row, c, byte c of m] (_byte_table's)."""
