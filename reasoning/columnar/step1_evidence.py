@@ -98,17 +98,17 @@ def flags(eng, k: int, P: Pattern, A, D: dict, cache: dict):
             # only the time variable unbound: touched by a fact with its arguments (the
             # row engine's (pred, args) index) — not by every fact of the predicate, or
             # an untouched row would come back new at τ
-            A = _join_args(eng, cache, A, lp, F, j)
-            touches.append(notev & B.not_null(B.col(f"_ma{j}")) if any(
-                isvar for isvar, _ in lp.args) else notev & B.col(f"_ma{j}"))
+            A, met = _join_args(eng, cache, A, lp, F, j)
+            touches.append(notev & met)
         else:
             touches.append(notev)
     return A, hits, touches
 
 
 def _join_args(eng, cache: dict, A, lp, F, j: int):
-    """A with a marker column _ma<j>: some fact of F has lp's arguments under the row's
-    binding (lp's time variable unbound; its distinct argument tuples, once a tick)."""
+    """(A, the condition that some fact of F has lp's arguments under the row's binding):
+    lp's time variable unbound; a left join with F's distinct argument tuples (once a
+    tick), or whether F has a fact of lp's constants when lp has no variable."""
     B = eng.B
     sig = tuple((i, x) for i, (isvar, x) in enumerate(lp.args) if not isvar)
     var = [(i, x) for i, (isvar, x) in enumerate(lp.args) if isvar]
@@ -123,11 +123,11 @@ def _join_args(eng, cache: dict, A, lp, F, j: int):
         else:
             R = cache[key] = B.unique(B.select(Fc, [B.col(acol(i)) for i, _ in var]))
     if not var:
-        return B.with_columns(A, {f"_ma{j}": B.lit(bool(R), BOOL)})
+        return A, B.lit(bool(R), BOOL)
     R = B.select(R, [B.alias(B.col(acol(i)), f"_ka{j}_{i}") for i, _ in var] +
                  [B.alias(B.lit(True, BOOL), f"_ma{j}")])
     return B.join(A, R, [B.col(vcol(x)) for _, x in var], [f"_ka{j}_{i}" for i, _ in var],
-                  how="left")
+                  how="left"), B.not_null(B.col(f"_ma{j}"))
 
 
 def pristine(eng, k: int):
